@@ -1,0 +1,311 @@
+//! The command line: `tqfwd [EAL options] -- [options]`.
+//!
+//! EAL options (everything before the first `--`) go to `rte_eal_init`
+//! untouched; the options after it are parsed here with clap, before EAL
+//! starts, so `--help` and most usage errors need no DPDK at all. Usage
+//! errors become one line on stderr and exit code 2.
+
+use crate::wire::MacAddr;
+use clap::{Parser, ValueEnum};
+use std::path::PathBuf;
+
+/// Hand-off queue implementation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Backend {
+    /// TransferQueue: burst units published with one CAS, detached with one swap
+    Tq,
+    /// DPDK rte_ring (SP/SC when sharded, MP/SC when shared)
+    Ring,
+}
+
+/// How producers are wired to consumers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Topology {
+    /// One single-producer queue per producer→consumer pair, polled round-robin
+    Sharded,
+    /// One multi-producer queue per consumer
+    Shared,
+}
+
+/// What a producer does when its hand-off queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnFull {
+    /// Free the packets and count them under `*_handoff_full`
+    Drop,
+    /// Keep them and stop taking input until the queue has room (back-pressure)
+    Wait,
+}
+
+impl Backend {
+    pub fn name(self) -> &'static str {
+        match self {
+            Backend::Tq => "tq",
+            Backend::Ring => "ring",
+        }
+    }
+}
+
+impl Topology {
+    pub fn name(self) -> &'static str {
+        match self {
+            Topology::Sharded => "sharded",
+            Topology::Shared => "shared",
+        }
+    }
+}
+
+impl OnFull {
+    pub fn name(self) -> &'static str {
+        match self {
+            OnFull::Drop => "drop",
+            OnFull::Wait => "wait",
+        }
+    }
+}
+
+pub const MAX_BURST: u16 = 256;
+pub const MAX_DEPTH: u32 = 1 << 20;
+
+const AFTER_HELP: &str = "\
+Usage: tqfwd [EAL options] -- [options]
+
+EAL options come first and go to rte_eal_init unchanged, e.g.
+  -l 0-1 --no-pci --vdev=net_null0 --vdev=net_null1          (virtual ports)
+  -l 2-5 -a 0000:3b:00.0 -a 0000:3b:00.1 --file-prefix tq    (bound NICs)
+Ports are paired like l2fwd: 0<->1, 2<->3; an odd last port forwards to itself.
+Default lcore split: 1 lcore = everything on main; 2 lcores = main RX+TX, the other worker;
+3+ lcores = main RX, last TX, the rest workers.";
+
+#[derive(Debug, Clone, Parser)]
+#[command(name = "tqfwd", version, about = "DPDK packet forwarder: RX lcores -> TransferQueue -> workers -> TransferQueue -> TX lcores", after_help = AFTER_HELP)]
+pub struct Options {
+    /// Hand-off queue implementation
+    #[arg(long, value_enum, default_value_t = Backend::Tq)]
+    pub backend: Backend,
+
+    /// Queue wiring between stages
+    #[arg(long, value_enum, default_value_t = Topology::Sharded)]
+    pub topology: Topology,
+
+    /// RX lcores (DPDK corelist, e.g. 1,3-4)
+    #[arg(long, value_name = "LIST", value_parser = parse_corelist)]
+    pub rx_lcores: Option<Vec<u32>>,
+
+    /// Worker lcores (DPDK corelist)
+    #[arg(long, value_name = "LIST", value_parser = parse_corelist)]
+    pub worker_lcores: Option<Vec<u32>>,
+
+    /// TX lcores (DPDK corelist)
+    #[arg(long, value_name = "LIST", value_parser = parse_corelist)]
+    pub tx_lcores: Option<Vec<u32>>,
+
+    /// RX / hand-off / TX burst size (1-256)
+    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=MAX_BURST as i64))]
+    pub burst: u16,
+
+    /// Capacity of each hand-off queue in packets, a power of two (ring slots; for tq, N/burst units of up to a burst each)
+    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = parse_depth)]
+    pub depth: u32,
+
+    /// What to do when a hand-off queue is full
+    #[arg(long, value_enum, default_value_t = OnFull::Drop)]
+    pub on_full: OnFull,
+
+    /// Destination MAC for frames leaving PORT (repeatable); default 02:00:00:00:00:<tx port>
+    #[arg(long = "peer-mac", value_name = "PORT=MAC", value_parser = parse_peer_mac)]
+    pub peer_mac: Vec<(u16, MacAddr)>,
+
+    /// Forward frames with their MAC addresses untouched
+    #[arg(long)]
+    pub no_mac_rewrite: bool,
+
+    /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM
+    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    pub duration: Option<f64>,
+
+    /// Print one stats line every SECS seconds (0 = off)
+    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_seconds_or_zero)]
+    pub stats_interval: f64,
+
+    /// Write the final statistics as JSON to PATH
+    #[arg(long, value_name = "PATH")]
+    pub stats_json: Option<PathBuf>,
+
+    /// Busy-loop this many TSC cycles per packet in the worker (simulated per-packet work)
+    #[arg(long, value_name = "CYCLES", default_value_t = 0)]
+    pub worker_cycles: u32,
+
+    /// RX descriptors per queue (adjusted to the device's limits)
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
+    pub rx_desc: u16,
+
+    /// TX descriptors per queue (adjusted to the device's limits)
+    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
+    pub tx_desc: u16,
+
+    /// Seconds to wait for links to come up before forwarding anyway
+    #[arg(long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
+    pub link_timeout: f64,
+}
+
+/// Command-line split at the first `--`.
+#[derive(Debug)]
+pub struct SplitArgs {
+    /// argv[0] followed by the EAL options.
+    pub eal: Vec<String>,
+    /// argv[0] followed by the application options.
+    pub app: Vec<String>,
+}
+
+/// Splits argv at the first `--`. Without a `--`, everything is EAL's,
+/// except a lone `--help`/`-h`/`--version`/`-V`, which is ours (so
+/// `tqfwd --help` works without EAL).
+pub fn split_args(argv: &[String]) -> SplitArgs {
+    let prog = argv.first().cloned().unwrap_or_else(|| "tqfwd".into());
+    let rest = if argv.is_empty() { &[][..] } else { &argv[1..] };
+    match rest.iter().position(|a| a == "--") {
+        Some(i) => SplitArgs {
+            eal: std::iter::once(prog.clone()).chain(rest[..i].iter().cloned()).collect(),
+            app: std::iter::once(prog).chain(rest[i + 1..].iter().cloned()).collect(),
+        },
+        None => {
+            if rest.iter().any(|a| a == "--help" || a == "-h" || a == "--version" || a == "-V") {
+                let app = rest.iter().filter(|a| matches!(a.as_str(), "--help" | "-h" | "--version" | "-V")).cloned();
+                SplitArgs { eal: vec![prog.clone()], app: std::iter::once(prog).chain(app).collect() }
+            } else {
+                SplitArgs { eal: std::iter::once(prog.clone()).chain(rest.iter().cloned()).collect(), app: vec![prog] }
+            }
+        }
+    }
+}
+
+/// Parses a DPDK corelist: `1,3-4,7`. Sorted, no duplicates.
+pub fn parse_corelist(s: &str) -> Result<Vec<u32>, String> {
+    let mut out = Vec::new();
+    if s.trim().is_empty() {
+        return Err("empty lcore list (expected e.g. 1,3-4)".into());
+    }
+    for part in s.split(',') {
+        let part = part.trim();
+        let bad = || format!("bad lcore list element '{part}' (expected N or N-M, e.g. 1,3-4)");
+        if let Some((a, b)) = part.split_once('-') {
+            let a: u32 = a.trim().parse().map_err(|_| bad())?;
+            let b: u32 = b.trim().parse().map_err(|_| bad())?;
+            if a > b || b >= 1024 {
+                return Err(bad());
+            }
+            out.extend(a..=b);
+        } else {
+            let a: u32 = part.parse().map_err(|_| bad())?;
+            if a >= 1024 {
+                return Err(bad());
+            }
+            out.push(a);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+fn parse_depth(s: &str) -> Result<u32, String> {
+    let v: u32 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
+    if !(2..=MAX_DEPTH).contains(&v) || !v.is_power_of_two() {
+        return Err(format!("{v} must be a power of two from 2 to {MAX_DEPTH}"));
+    }
+    Ok(v)
+}
+
+fn parse_peer_mac(s: &str) -> Result<(u16, MacAddr), String> {
+    let (p, m) = s.split_once('=').ok_or_else(|| format!("'{s}' is not PORT=MAC (e.g. 0=02:00:00:00:00:01)"))?;
+    let port: u16 = p.trim().parse().map_err(|_| format!("'{p}' is not a port number (in PORT=MAC)"))?;
+    let mac: MacAddr = m.trim().parse().map_err(|e| format!("{e}"))?;
+    Ok((port, mac))
+}
+
+fn parse_seconds(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(v > 0.0 && v.is_finite() && v <= 1e7) {
+        return Err(format!("{s} must be a positive number of seconds"));
+    }
+    Ok(v)
+}
+
+fn parse_seconds_or_zero(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    if !(v >= 0.0 && v.is_finite() && v <= 1e7) {
+        return Err(format!("{s} must be zero or a positive number of seconds"));
+    }
+    Ok(v)
+}
+
+/// Parses the application options. `Err(Ok(text))` = help/version to print
+/// and exit 0; `Err(Err(line))` = one-line usage error.
+pub fn parse_options(app_args: &[String]) -> Result<Options, Result<String, String>> {
+    match Options::try_parse_from(app_args) {
+        Ok(o) => Ok(o),
+        Err(e) => match e.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => Err(Ok(e.to_string())),
+            _ => {
+                let text = e.to_string();
+                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+                let line = line.trim_start_matches("error: ");
+                Err(Err(format!("{line} (see tqfwd -- --help)")))
+            }
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn corelist() {
+        assert_eq!(parse_corelist("1,3-4").unwrap(), vec![1, 3, 4]);
+        assert_eq!(parse_corelist("4-4,0").unwrap(), vec![0, 4]);
+        assert!(parse_corelist("3-1").is_err());
+        assert!(parse_corelist("x").is_err());
+        assert!(parse_corelist("").is_err());
+        assert!(parse_corelist("1,,2").is_err());
+    }
+
+    #[test]
+    fn split() {
+        let a = split_args(&s(&["tqfwd", "-l", "0-1", "--", "--burst", "8"]));
+        assert_eq!(a.eal, s(&["tqfwd", "-l", "0-1"]));
+        assert_eq!(a.app, s(&["tqfwd", "--burst", "8"]));
+        let b = split_args(&s(&["tqfwd", "--help"]));
+        assert_eq!(b.app, s(&["tqfwd", "--help"]));
+        let c = split_args(&s(&["tqfwd", "-l", "0"]));
+        assert_eq!(c.eal, s(&["tqfwd", "-l", "0"]));
+        assert_eq!(c.app, s(&["tqfwd"]));
+    }
+
+    #[test]
+    fn options_ranges() {
+        let ok = parse_options(&s(&["tqfwd", "--burst", "256", "--depth", "4096", "--peer-mac", "1=02:00:00:00:00:09"])).unwrap();
+        assert_eq!(ok.burst, 256);
+        assert_eq!(ok.peer_mac[0].0, 1);
+        for bad in [
+            &["tqfwd", "--burst", "0"][..],
+            &["tqfwd", "--burst", "257"],
+            &["tqfwd", "--depth", "1000"],
+            &["tqfwd", "--depth", "0"],
+            &["tqfwd", "--peer-mac", "1=zz"],
+            &["tqfwd", "--peer-mac", "02:00:00:00:00:01"],
+            &["tqfwd", "--backend", "x"],
+            &["tqfwd", "--duration", "-1"],
+        ] {
+            match parse_options(&s(bad)) {
+                Err(Err(line)) => assert!(!line.contains('\n'), "{line}"),
+                other => panic!("{bad:?} accepted: {other:?}"),
+            }
+        }
+        assert!(matches!(parse_options(&s(&["tqfwd", "--help"])), Err(Ok(_))));
+    }
+}

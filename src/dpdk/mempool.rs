@@ -1,0 +1,61 @@
+//! Packet-mbuf pools (`rte_pktmbuf_pool_create`), one per NUMA socket, and
+//! their in-use counts for the "0 mbufs in use" check at shutdown.
+
+use super::{sys, DpdkError};
+use std::ffi::CString;
+
+/// An mbuf pool. Freed (`rte_mempool_free`) on drop: drop it only after the
+/// ports that use it are closed.
+pub struct Mempool {
+    raw: *mut sys::rte_mempool,
+    pub name: String,
+    pub size: u32,
+    pub socket: i32,
+}
+
+// SAFETY: rte_mempool is designed for concurrent use from many lcores; the
+// handle is only a pointer to it.
+unsafe impl Send for Mempool {}
+// SAFETY: as above.
+unsafe impl Sync for Mempool {}
+
+impl Mempool {
+    /// Creates a pool of `size` mbufs with the default data room (2048 B +
+    /// headroom) and a per-lcore cache of `cache` on `socket`.
+    pub fn create(name: &str, size: u32, cache: u32, socket: i32) -> Result<Mempool, DpdkError> {
+        let cname = CString::new(name).expect("pool name has no NUL");
+        // SAFETY: valid C string; EAL initialised; returns NULL with rte_errno
+        // on failure.
+        let raw = unsafe {
+            sys::rte_pktmbuf_pool_create(cname.as_ptr(), size, cache, 0, sys::tqfwd_mbuf_default_buf_size, socket)
+        };
+        if raw.is_null() {
+            return Err(DpdkError::from_errno(format!("rte_pktmbuf_pool_create({name}, {size} mbufs, socket {socket})")));
+        }
+        Ok(Mempool { raw, name: name.to_string(), size, socket })
+    }
+
+    pub(crate) fn raw(&self) -> *mut sys::rte_mempool {
+        self.raw
+    }
+
+    /// Mbufs currently allocated from the pool (per-lcore caches count as
+    /// available).
+    pub fn in_use(&self) -> u32 {
+        // SAFETY: valid pool pointer for self's lifetime.
+        unsafe { sys::rte_mempool_in_use_count(self.raw) }
+    }
+
+    pub fn available(&self) -> u32 {
+        // SAFETY: valid pool pointer for self's lifetime.
+        unsafe { sys::rte_mempool_avail_count(self.raw) }
+    }
+}
+
+impl Drop for Mempool {
+    fn drop(&mut self) {
+        // SAFETY: the pool was created by us and is freed once; callers drop
+        // it after closing the ports that reference it.
+        unsafe { sys::rte_mempool_free(self.raw) };
+    }
+}

@@ -1,0 +1,285 @@
+//! Ethernet ports through the ethdev API — the same calls for `ice`, `mlx5`
+//! and the software PMDs: device info, configure (RSS only when the device
+//! offers it), descriptor adjustment, queue setup, start/stop/close, link,
+//! MAC, counters, and the RX/TX burst calls.
+
+use super::mbuf::MbufBurst;
+use super::mempool::Mempool;
+use super::{sys, DpdkError};
+use std::ffi::CStr;
+
+/// What a device reports about itself (`rte_eth_dev_info_get`).
+#[derive(Debug, Clone)]
+pub struct PortInfo {
+    pub port: u16,
+    pub name: String,
+    pub driver: String,
+    pub socket: i32,
+    pub max_rx_queues: u16,
+    pub max_tx_queues: u16,
+    pub rx_desc_max: u16,
+    pub tx_desc_max: u16,
+    pub flow_type_rss_offloads: u64,
+    pub tx_offload_capa: u64,
+    pub reta_size: u16,
+}
+
+/// Link state.
+#[derive(Debug, Clone, Copy)]
+pub struct LinkStatus {
+    pub up: bool,
+    pub speed_mbps: u32,
+    pub full_duplex: bool,
+}
+
+/// Hardware / PMD counters (`rte_eth_stats_get`).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PortStats {
+    pub ipackets: u64,
+    pub opackets: u64,
+    pub imissed: u64,
+    pub ierrors: u64,
+    pub oerrors: u64,
+    pub rx_nombuf: u64,
+}
+
+/// RSS hash functions tqfwd asks for (IP, TCP, UDP), masked by what the
+/// device offers.
+pub fn rss_hf_wanted() -> u64 {
+    // SAFETY: reads a const defined in shim.c.
+    unsafe { sys::tqfwd_rss_hf_ip_tcp_udp }
+}
+
+/// `RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE`.
+pub fn tx_offload_fast_free() -> u64 {
+    // SAFETY: reads a const defined in shim.c.
+    unsafe { sys::tqfwd_tx_offload_mbuf_fast_free }
+}
+
+/// DPDK's value of RTE_MBUF_F_RX_RSS_HASH (for checking our constant).
+pub fn mbuf_f_rx_rss_hash() -> u64 {
+    // SAFETY: reads a const defined in shim.c.
+    unsafe { sys::tqfwd_mbuf_f_rx_rss_hash }
+}
+
+/// Handle to one ethdev port (a port id; the device lives in DPDK).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Port(pub u16);
+
+impl Port {
+    /// Ports DPDK has probed (vdevs and bound NICs), in id order.
+    pub fn all() -> Vec<Port> {
+        let mut out = Vec::new();
+        // SAFETY: rte_eth_find_next returns the next valid id >= the one
+        // given, or RTE_MAX_ETHPORTS.
+        let mut p = unsafe { sys::rte_eth_find_next(0) };
+        while (p as u32) < sys::RTE_MAX_ETHPORTS {
+            out.push(Port(p));
+            // SAFETY: as above.
+            p = unsafe { sys::rte_eth_find_next(p + 1) };
+        }
+        out
+    }
+
+    pub fn id(self) -> u16 {
+        self.0
+    }
+
+    pub fn info(self) -> Result<PortInfo, DpdkError> {
+        let mut info = sys::rte_eth_dev_info::default();
+        // SAFETY: valid out-pointer to a zeroed struct.
+        let ret = unsafe { sys::rte_eth_dev_info_get(self.0, &mut info) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_info_get(port {})", self.0), ret));
+        }
+        let driver = if info.driver_name.is_null() {
+            String::from("?")
+        } else {
+            // SAFETY: driver_name is a static NUL-terminated string of the PMD.
+            unsafe { CStr::from_ptr(info.driver_name) }.to_string_lossy().into_owned()
+        };
+        let mut name_buf = [0 as std::os::raw::c_char; 64];
+        // SAFETY: buffer of RTE_ETH_NAME_MAX_LEN (64) bytes as the API requires.
+        let name = if unsafe { sys::rte_eth_dev_get_name_by_port(self.0, name_buf.as_mut_ptr()) } == 0 {
+            // SAFETY: the call wrote a NUL-terminated name into the buffer.
+            unsafe { CStr::from_ptr(name_buf.as_ptr()) }.to_string_lossy().into_owned()
+        } else {
+            format!("port{}", self.0)
+        };
+        // SAFETY: plain query.
+        let socket = unsafe { sys::rte_eth_dev_socket_id(self.0) };
+        Ok(PortInfo {
+            port: self.0,
+            name,
+            driver,
+            socket,
+            max_rx_queues: info.max_rx_queues,
+            max_tx_queues: info.max_tx_queues,
+            rx_desc_max: info.rx_desc_lim.nb_max,
+            tx_desc_max: info.tx_desc_lim.nb_max,
+            flow_type_rss_offloads: info.flow_type_rss_offloads,
+            tx_offload_capa: info.tx_offload_capa,
+            reta_size: info.reta_size,
+        })
+    }
+
+    /// `rte_eth_dev_configure` with `rss_hf` != 0 enabling RSS over those
+    /// hash functions.
+    pub fn configure(self, rx_queues: u16, tx_queues: u16, rss_hf: u64, tx_offloads: u64) -> Result<(), DpdkError> {
+        let mut conf = sys::rte_eth_conf::default();
+        if rss_hf != 0 {
+            conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
+            conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
+            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+        }
+        conf.txmode.offloads = tx_offloads;
+        // SAFETY: valid pointer to an initialised config struct that DPDK
+        // copies.
+        let ret = unsafe { sys::rte_eth_dev_configure(self.0, rx_queues, tx_queues, &conf) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_dev_configure(port {}, {rx_queues} RX, {tx_queues} TX queues)", self.0),
+                ret,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Clamps descriptor counts to the device's limits and alignment.
+    pub fn adjust_descriptors(self, rxd: &mut u16, txd: &mut u16) -> Result<(), DpdkError> {
+        // SAFETY: valid pointers to u16.
+        let ret = unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(self.0, rxd, txd) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {})", self.0), ret));
+        }
+        Ok(())
+    }
+
+    pub fn setup_rx_queue(self, queue: u16, descriptors: u16, socket: i32, pool: &Mempool) -> Result<(), DpdkError> {
+        let socket = if socket < 0 { 0 } else { socket as u32 };
+        // SAFETY: NULL rxconf means the device default; the pool outlives
+        // the port (closed before the pool is freed).
+        let ret = unsafe { sys::rte_eth_rx_queue_setup(self.0, queue, descriptors, socket, std::ptr::null(), pool.raw()) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_rx_queue_setup(port {}, queue {queue})", self.0), ret));
+        }
+        Ok(())
+    }
+
+    pub fn setup_tx_queue(self, queue: u16, descriptors: u16, socket: i32) -> Result<(), DpdkError> {
+        let socket = if socket < 0 { 0 } else { socket as u32 };
+        // SAFETY: NULL txconf means the device default (with port-level
+        // offloads from configure()).
+        let ret = unsafe { sys::rte_eth_tx_queue_setup(self.0, queue, descriptors, socket, std::ptr::null()) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_tx_queue_setup(port {}, queue {queue})", self.0), ret));
+        }
+        Ok(())
+    }
+
+    pub fn start(self) -> Result<(), DpdkError> {
+        // SAFETY: configured port.
+        let ret = unsafe { sys::rte_eth_dev_start(self.0) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_start(port {})", self.0), ret));
+        }
+        Ok(())
+    }
+
+    pub fn stop(self) -> Result<(), DpdkError> {
+        // SAFETY: valid port id; no lcore polls it any more (caller's duty).
+        let ret = unsafe { sys::rte_eth_dev_stop(self.0) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_stop(port {})", self.0), ret));
+        }
+        Ok(())
+    }
+
+    /// Closes the port: its queues' mbufs go back to the pool.
+    pub fn close(self) -> Result<(), DpdkError> {
+        // SAFETY: stopped port, no lcore uses it.
+        let ret = unsafe { sys::rte_eth_dev_close(self.0) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_dev_close(port {})", self.0), ret));
+        }
+        Ok(())
+    }
+
+    pub fn enable_promiscuous(self) -> Result<(), DpdkError> {
+        // SAFETY: valid port id.
+        let ret = unsafe { sys::rte_eth_promiscuous_enable(self.0) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_promiscuous_enable(port {})", self.0), ret));
+        }
+        Ok(())
+    }
+
+    pub fn link(self) -> Option<LinkStatus> {
+        let mut link = sys::rte_eth_link::default();
+        // SAFETY: valid out-pointer.
+        let ret = unsafe { sys::rte_eth_link_get_nowait(self.0, &mut link) };
+        if ret != 0 {
+            return None;
+        }
+        Some(LinkStatus {
+            up: link.link_status() != 0,
+            speed_mbps: link.link_speed,
+            full_duplex: link.link_duplex() != 0,
+        })
+    }
+
+    pub fn mac(self) -> Result<[u8; 6], DpdkError> {
+        let mut addr = sys::rte_ether_addr::default();
+        // SAFETY: valid out-pointer.
+        let ret = unsafe { sys::rte_eth_macaddr_get(self.0, &mut addr) };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(format!("rte_eth_macaddr_get(port {})", self.0), ret));
+        }
+        Ok(addr.addr_bytes)
+    }
+
+    pub fn stats(self) -> PortStats {
+        let mut s = sys::rte_eth_stats::default();
+        // SAFETY: valid out-pointer.
+        let ret = unsafe { sys::rte_eth_stats_get(self.0, &mut s) };
+        if ret != 0 {
+            return PortStats::default();
+        }
+        PortStats {
+            ipackets: s.ipackets,
+            opackets: s.opackets,
+            imissed: s.imissed,
+            ierrors: s.ierrors,
+            oerrors: s.oerrors,
+            rx_nombuf: s.rx_nombuf,
+        }
+    }
+
+    /// Receives up to `max` mbufs into the free tail of `burst`.
+    #[inline]
+    pub fn rx_burst(self, queue: u16, burst: &mut MbufBurst, max: usize) -> usize {
+        let (tail, room) = burst.raw_tail();
+        let n = max.min(room).min(u16::MAX as usize) as u16;
+        // SAFETY: `tail` points at `room` writable slots in the burst; the
+        // PMD writes at most n <= room handles of mbufs it hands to us.
+        let got = unsafe { sys::rte_eth_rx_burst(self.0, queue, tail, n) } as usize;
+        burst.grow(got);
+        got
+    }
+
+    /// Transmits from the front of `burst`; the sent mbufs now belong to the
+    /// PMD and are removed from the burst. Returns how many were sent.
+    #[inline]
+    pub fn tx_burst(self, queue: u16, burst: &mut MbufBurst) -> usize {
+        let n = burst.len().min(u16::MAX as usize) as u16;
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: the first n slots are live, owned mbufs; the PMD takes the
+        // first `sent` of them, which the burst then forgets.
+        let sent = unsafe { sys::rte_eth_tx_burst(self.0, queue, burst.raw_head(), n) } as usize;
+        burst.consume_front(sent);
+        sent
+    }
+}
+

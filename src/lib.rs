@@ -1,0 +1,29 @@
+//! tqfwd: a DPDK userspace packet forwarder.
+//!
+//! RX lcores pull mbuf bursts from ports and hand them, by flow, through
+//! hand-off queues (the TransferQueue, or `rte_ring` for comparison) to
+//! worker lcores, which classify frames and rewrite MACs and hand them on to
+//! the TX lcore of the output port.
+//!
+//! Layout: `dpdk` (the only FFI), `queue` (the TransferQueue, pure Rust),
+//! `wire` (frame parsing, never panics), `pipeline` (stages and wiring),
+//! `stats` (counters and reports), `cli`, and test helpers `pcap` and `gen`.
+//!
+//! `unsafe` is confined to `dpdk` (FFI) and `queue` (the lock-free
+//! structure, loom-checked); everything else is forbidden from using it.
+
+pub mod dpdk;
+pub mod queue;
+
+#[forbid(unsafe_code)]
+pub mod cli;
+#[forbid(unsafe_code)]
+pub mod gen;
+#[forbid(unsafe_code)]
+pub mod pcap;
+#[forbid(unsafe_code)]
+pub mod pipeline;
+#[forbid(unsafe_code)]
+pub mod stats;
+#[forbid(unsafe_code)]
+pub mod wire;

@@ -1,0 +1,84 @@
+//! `tqfwd [EAL options] -- [options]`: parses the application options
+//! (before EAL, so `--help` needs no DPDK), initialises EAL, runs the
+//! forwarder, prints the summary, writes `--stats-json`.
+//!
+//! Exit codes: 0 = forwarded and both end checks held (conservation,
+//! 0 mbufs in use); 1 = a check failed or DPDK failed at run time;
+//! 2 = usage error (bad EAL or application arguments, impossible layout).
+
+#![forbid(unsafe_code)]
+
+use std::io::Write;
+use std::process::ExitCode;
+use tqfwd::cli::{self, split_args};
+use tqfwd::dpdk::{self, Eal};
+use tqfwd::pipeline::{self, RunError};
+
+fn usage_error(msg: &str) -> ExitCode {
+    eprintln!("tqfwd: error: {msg}");
+    ExitCode::from(2)
+}
+
+fn main() -> ExitCode {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
+        .format_timestamp(None)
+        .init();
+    let argv: Vec<String> = std::env::args().collect();
+    let split = split_args(&argv);
+    let opts = match cli::parse_options(&split.app) {
+        Ok(o) => o,
+        Err(Ok(help)) => {
+            print!("{help}");
+            return ExitCode::SUCCESS;
+        }
+        Err(Err(line)) => return usage_error(&line),
+    };
+
+    let eal = match Eal::init(&split.eal) {
+        Ok(e) => e,
+        Err(e) => {
+            return usage_error(&format!(
+                "EAL initialisation failed ({}): check the EAL options before `--` (e.g. -l 0-1 --no-pci --vdev=net_null0)",
+                e.text
+            ))
+        }
+    };
+    if let Err(e) = dpdk::signal::install_quit_handler() {
+        eprintln!("tqfwd: error: cannot install signal handlers: {e}");
+        return ExitCode::from(1);
+    }
+    log::info!("{} initialised, {} lcores, TSC {} Hz", dpdk::version(), eal.lcores().len(), dpdk::tsc_hz());
+
+    let result = pipeline::run(&eal, &opts);
+    if let Err(e) = eal.cleanup() {
+        log::warn!("{e}");
+    }
+    let report = match result {
+        Ok(r) => r,
+        Err(RunError::Usage(msg)) => return usage_error(&msg),
+        Err(RunError::Runtime(msg)) => {
+            eprintln!("tqfwd: error: {msg}");
+            return ExitCode::from(1);
+        }
+    };
+
+    print!("{}", report.summary());
+    let _ = std::io::stdout().flush();
+    if let Some(path) = &opts.stats_json {
+        let json = serde_json::to_string_pretty(&report).expect("report serialises");
+        if let Err(e) = std::fs::write(path, json + "\n") {
+            eprintln!("tqfwd: error: cannot write --stats-json {}: {e}", path.display());
+            return ExitCode::from(1);
+        }
+    }
+    if report.conservation_ok && report.mbufs_in_use == 0 {
+        ExitCode::SUCCESS
+    } else {
+        eprintln!(
+            "tqfwd: error: end checks failed: conservation {}, mbufs in use {}",
+            if report.conservation_ok { "ok" } else { "FAILED" },
+            report.mbufs_in_use
+        );
+        ExitCode::from(1)
+    }
+}

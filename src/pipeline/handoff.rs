@@ -1,0 +1,124 @@
+//! Builds the hand-off queues between two stages for either backend and
+//! either topology, behind one pair of trait objects, so the stages never
+//! know which backend they use.
+//!
+//! - sharded: one single-producer queue per producer→consumer pair; the
+//!   consumer polls its queues round-robin ([`InputSet`]).
+//! - shared: one multi-producer queue per consumer.
+//!
+//! Every queue's memory sits on the consumer's NUMA socket (TransferQueue
+//! units through `rte_zmalloc_socket`, rings through `rte_ring_create`).
+
+use crate::cli::{Backend, Topology};
+use crate::dpdk::{MbufPtr, Ring, RingReceiver, RingSender, SocketMemory};
+use crate::queue::{self, BurstReceiver, BurstSender};
+use std::sync::Arc;
+
+pub type Sender = Box<dyn BurstSender<MbufPtr>>;
+pub type Receiver = Box<dyn BurstReceiver<MbufPtr>>;
+
+/// A consumer's input queues, polled round-robin.
+pub struct InputSet {
+    inputs: Vec<Receiver>,
+    next: usize,
+}
+
+impl InputSet {
+    pub fn new(inputs: Vec<Receiver>) -> Self {
+        InputSet { inputs, next: 0 }
+    }
+
+    /// Fills `out` from the inputs, starting with a different one each call
+    /// so no producer is starved. Returns how many handles were written.
+    #[inline]
+    pub fn recv(&mut self, out: &mut [MbufPtr]) -> usize {
+        let n = self.inputs.len();
+        let mut got = 0;
+        for i in 0..n {
+            let idx = (self.next + i) % n;
+            got += self.inputs[idx].recv_burst(&mut out[got..]);
+            if got == out.len() {
+                break;
+            }
+        }
+        self.next = if self.next + 1 >= n { 0 } else { self.next + 1 };
+        got
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.inputs.iter().all(|q| q.is_empty())
+    }
+
+    pub fn len(&self) -> usize {
+        self.inputs.len()
+    }
+}
+
+/// The queues between one stage's producers and the next stage's consumers.
+pub struct Link {
+    /// senders[p][c]: producer p's way into consumer c.
+    pub senders: Vec<Vec<Sender>>,
+    /// inputs[c]: consumer c's queues.
+    pub inputs: Vec<InputSet>,
+    /// Packets the queues can hold in all (for mempool sizing).
+    pub capacity: usize,
+}
+
+/// Builds the queues from `producers` producers to consumers on the given
+/// NUMA sockets.
+pub fn build_link(
+    label: &str,
+    backend: Backend,
+    topology: Topology,
+    producers: usize,
+    consumer_sockets: &[i32],
+    depth: usize,
+    burst: usize,
+) -> Result<Link, String> {
+    let consumers = consumer_sockets.len();
+    let mut senders: Vec<Vec<Option<Sender>>> = (0..producers).map(|_| (0..consumers).map(|_| None).collect()).collect();
+    let mut inputs = Vec::with_capacity(consumers);
+    let mut capacity = 0usize;
+    for (c, &socket) in consumer_sockets.iter().enumerate() {
+        let mut receivers: Vec<Receiver> = Vec::new();
+        match (backend, topology) {
+            (Backend::Tq, Topology::Sharded) => {
+                for row in senders.iter_mut() {
+                    let (mut prods, cons) = queue::channel::<MbufPtr>(1, depth, burst, Arc::new(SocketMemory { socket }))
+                        .map_err(|e| format!("{label} queue to consumer {c}: {e}"))?;
+                    capacity += queue::units_per_producer(1, depth, burst) * burst;
+                    row[c] = Some(Box::new(prods.pop().expect("one producer")));
+                    receivers.push(Box::new(cons));
+                }
+            }
+            (Backend::Tq, Topology::Shared) => {
+                let (prods, cons) = queue::channel::<MbufPtr>(producers, depth, burst, Arc::new(SocketMemory { socket }))
+                    .map_err(|e| format!("{label} queue to consumer {c}: {e}"))?;
+                capacity += queue::units_per_producer(producers, depth, burst) * burst * producers;
+                for (row, prod) in senders.iter_mut().zip(prods) {
+                    row[c] = Some(Box::new(prod));
+                }
+                receivers.push(Box::new(cons));
+            }
+            (Backend::Ring, Topology::Sharded) => {
+                for (p, row) in senders.iter_mut().enumerate() {
+                    let ring = Ring::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| e.to_string())?;
+                    capacity += depth;
+                    row[c] = Some(Box::new(RingSender(ring.clone())));
+                    receivers.push(Box::new(RingReceiver(ring)));
+                }
+            }
+            (Backend::Ring, Topology::Shared) => {
+                let ring = Ring::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| e.to_string())?;
+                capacity += depth;
+                for row in senders.iter_mut() {
+                    row[c] = Some(Box::new(RingSender(ring.clone())));
+                }
+                receivers.push(Box::new(RingReceiver(ring)));
+            }
+        }
+        inputs.push(InputSet::new(receivers));
+    }
+    let senders = senders.into_iter().map(|row| row.into_iter().map(|s| s.expect("every pair wired")).collect()).collect();
+    Ok(Link { senders, inputs, capacity })
+}

@@ -1,0 +1,553 @@
+//! The forwarder: lays out roles on lcores, sets up ports, mempools and the
+//! two hand-off links (RX→workers, workers→TX), runs every lcore's stages
+//! until a quit is requested, drains, shuts down, and reports.
+//!
+//! Promises (checked at the end and reported): every mbuf received is
+//! transmitted or freed exactly once and counted under a drop reason
+//! (`rx = tx + Σ drops`), and after the ports are closed no mbuf is in use.
+//!
+//! Shutdown order: RX stops first (and hands on what it holds); workers stop
+//! once every RX lcore stopped and their inputs are empty; TX stops once
+//! every worker stopped and its inputs are empty. Then ports stop and
+//! close, queues and pools are freed, and EAL is cleaned up by the caller.
+
+pub mod handoff;
+pub mod stages;
+
+use crate::cli::{Options, OnFull};
+use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
+use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
+use handoff::{build_link, InputSet};
+use stages::{PortMap, RxStage, TxStage, WorkerStage};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// How a run failed.
+#[derive(Debug)]
+pub enum RunError {
+    /// The user asked for something impossible: exit 2.
+    Usage(String),
+    /// DPDK refused at run time: exit 1.
+    Runtime(String),
+}
+
+impl From<dpdk::DpdkError> for RunError {
+    fn from(e: dpdk::DpdkError) -> Self {
+        RunError::Runtime(e.to_string())
+    }
+}
+
+/// Which lcores hold which role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleLayout {
+    pub rx: Vec<Lcore>,
+    pub worker: Vec<Lcore>,
+    pub tx: Vec<Lcore>,
+}
+
+impl RoleLayout {
+    /// The default split for the EAL lcore set: 1 lcore does everything;
+    /// 2 lcores = main RX+TX, the other worker; 3+ = main RX, last TX, the
+    /// rest workers.
+    pub fn default_for(lcores: &[Lcore], main: Lcore) -> RoleLayout {
+        let others: Vec<Lcore> = lcores.iter().copied().filter(|&l| l != main).collect();
+        match others.len() {
+            0 => RoleLayout { rx: vec![main], worker: vec![main], tx: vec![main] },
+            1 => RoleLayout { rx: vec![main], worker: others.clone(), tx: vec![main] },
+            _ => {
+                let (last, middle) = others.split_last().expect("two or more");
+                RoleLayout { rx: vec![main], worker: middle.to_vec(), tx: vec![*last] }
+            }
+        }
+    }
+
+    /// Applies the user's role lists over the default and checks them
+    /// against the EAL lcore set.
+    pub fn resolve(opts: &Options, lcores: &[Lcore], main: Lcore) -> Result<RoleLayout, String> {
+        let d = RoleLayout::default_for(lcores, main);
+        let layout = RoleLayout {
+            rx: opts.rx_lcores.clone().unwrap_or(d.rx),
+            worker: opts.worker_lcores.clone().unwrap_or(d.worker),
+            tx: opts.tx_lcores.clone().unwrap_or(d.tx),
+        };
+        for (role, list) in [("--rx-lcores", &layout.rx), ("--worker-lcores", &layout.worker), ("--tx-lcores", &layout.tx)] {
+            if list.is_empty() {
+                return Err(format!("{role} is empty: every role needs at least one lcore"));
+            }
+            for l in list {
+                if !lcores.contains(l) {
+                    return Err(format!(
+                        "lcore {l} in {role} is not in the EAL lcore set {lcores:?}: add it to -l/--lcores or choose another"
+                    ));
+                }
+            }
+        }
+        if layout.tx.len() > 255 {
+            return Err("at most 255 TX lcores".into());
+        }
+        Ok(layout)
+    }
+
+    pub fn roles_of(&self, lcore: Lcore) -> Roles {
+        Roles { rx: self.rx.contains(&lcore), worker: self.worker.contains(&lcore), tx: self.tx.contains(&lcore) }
+    }
+}
+
+/// l2fwd pairing: 0<->1, 2<->3; an odd last port forwards to itself.
+pub fn peer_port(index: usize, n_ports: usize) -> usize {
+    if index % 2 == 0 {
+        if index + 1 < n_ports {
+            index + 1
+        } else {
+            index
+        }
+    } else {
+        index - 1
+    }
+}
+
+/// Mbufs one socket's pool needs:
+///   Σ over its ports (RX descriptors × RX queues + TX descriptors × TX queues)
+/// + what all hand-off queues can hold (mbufs may travel across sockets)
+/// + per lcore: its stage buffers (MAX_BURST each: RX burst + one per worker,
+///   worker inbuf + one per TX lcore, TX inbuf + one per port)
+/// + per lcore: 1.5 × the mempool cache (caches can hold that much)
+/// + 1024 slack.
+pub fn pool_size(descriptors: usize, queue_capacity: usize, lcores: usize, buffers_per_lcore: usize, cache: usize) -> usize {
+    descriptors + queue_capacity + lcores * buffers_per_lcore * dpdk::mbuf::MAX_BURST + lcores * cache * 3 / 2 + 1024
+}
+
+/// Progress of the shutdown, shared by all lcores.
+struct Phase {
+    rx_done: AtomicUsize,
+    workers_done: AtomicUsize,
+    n_rx: usize,
+    n_workers: usize,
+}
+
+/// The stages one lcore runs.
+struct LcoreWork {
+    rx: Option<RxStage>,
+    worker: Option<WorkerStage>,
+    tx: Option<TxStage>,
+}
+
+fn run_lcore(work: &mut LcoreWork, phase: &Phase) {
+    loop {
+        let mut pending = false;
+        if let Some(rx) = work.rx.as_mut() {
+            if !rx.done {
+                rx.poll(signal::quit_requested());
+                if rx.done {
+                    phase.rx_done.fetch_add(1, Ordering::Release);
+                } else {
+                    pending = true;
+                }
+            }
+        }
+        if let Some(w) = work.worker.as_mut() {
+            if !w.done {
+                let upstream_done = phase.rx_done.load(Ordering::Acquire) == phase.n_rx;
+                w.poll(upstream_done);
+                if w.done {
+                    phase.workers_done.fetch_add(1, Ordering::Release);
+                } else {
+                    pending = true;
+                }
+            }
+        }
+        if let Some(t) = work.tx.as_mut() {
+            if !t.done {
+                let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
+                t.poll(upstream_done);
+                pending |= !t.done;
+            }
+        }
+        if !pending {
+            break;
+        }
+    }
+}
+
+fn socket_or(s: i32, fallback: i32) -> i32 {
+    if s < 0 {
+        fallback
+    } else {
+        s
+    }
+}
+
+fn mac_string(m: &[u8; 6]) -> String {
+    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+}
+
+/// Sets up everything, forwards until quit, shuts down, and reports.
+pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
+    let lcores = eal.lcores();
+    let main = eal.main_lcore();
+    let layout = RoleLayout::resolve(opts, &lcores, main).map_err(RunError::Usage)?;
+    let ports = Port::all();
+    if ports.is_empty() {
+        return Err(RunError::Usage("no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/".into()));
+    }
+    if ports.len() > MAX_PORTS {
+        return Err(RunError::Usage(format!("{} ports found; tqfwd handles at most {MAX_PORTS}", ports.len())));
+    }
+    for (p, _) in &opts.peer_mac {
+        if *p as usize >= ports.len() {
+            return Err(RunError::Usage(format!("--peer-mac names port {p}, but only ports 0-{} exist", ports.len() - 1)));
+        }
+    }
+    let main_socket = eal.lcore_socket(main) as i32;
+    let n_rx = layout.rx.len();
+    let n_tx = layout.tx.len();
+    let n_workers = layout.worker.len();
+    let burst = opts.burst as usize;
+    let depth = opts.depth as usize;
+
+    // --- ports: check limits before touching anything ---
+    let mut infos: Vec<PortInfo> = Vec::new();
+    for (i, port) in ports.iter().enumerate() {
+        let info = port.info()?;
+        if port.id() as usize != i {
+            return Err(RunError::Usage(format!("port ids are not contiguous (found {} at index {i})", port.id())));
+        }
+        if (info.max_rx_queues as usize) < n_rx {
+            return Err(RunError::Usage(format!(
+                "port {i} ({}) allows {} RX queues but {n_rx} RX lcores need one each: use fewer --rx-lcores (or give the vdev more queues)",
+                info.driver, info.max_rx_queues
+            )));
+        }
+        if (info.max_tx_queues as usize) < n_tx {
+            return Err(RunError::Usage(format!(
+                "port {i} ({}) allows {} TX queues but {n_tx} TX lcores need one each: use fewer --tx-lcores",
+                info.driver, info.max_tx_queues
+            )));
+        }
+        infos.push(info);
+    }
+
+    // NUMA: warn once per port whose lcores sit elsewhere.
+    for info in &infos {
+        let psock = socket_or(info.socket, main_socket);
+        let far: Vec<Lcore> = layout
+            .rx
+            .iter()
+            .chain(layout.tx.iter())
+            .copied()
+            .filter(|&l| eal.lcore_socket(l) as i32 != psock)
+            .collect();
+        if !far.is_empty() {
+            log::warn!(
+                "port {} is on NUMA socket {psock} but lcores {far:?} serving it are not: expect remote-memory costs",
+                info.port
+            );
+        }
+    }
+
+    // --- hand-off links (queues on the consumer's socket) ---
+    let worker_sockets: Vec<i32> = layout.worker.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
+    let tx_sockets: Vec<i32> = layout.tx.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
+    let rx_link = build_link("rw", opts.backend, opts.topology, n_rx, &worker_sockets, depth, burst).map_err(RunError::Runtime)?;
+    let tx_link = build_link("wt", opts.backend, opts.topology, n_workers, &tx_sockets, depth, burst).map_err(RunError::Runtime)?;
+
+    // --- mempools, one per socket that has ports ---
+    let mut rxd = opts.rx_desc;
+    let mut txd = opts.tx_desc;
+    let mut all_lcores: Vec<Lcore> = layout.rx.iter().chain(&layout.worker).chain(&layout.tx).copied().collect();
+    all_lcores.sort_unstable();
+    all_lcores.dedup();
+    let buffers_per_lcore = 1 + n_workers + 1 + n_tx + 1 + ports.len();
+    const CACHE: usize = 256;
+    let mut sockets: Vec<i32> = infos.iter().map(|i| socket_or(i.socket, main_socket)).collect();
+    sockets.sort_unstable();
+    sockets.dedup();
+    let mut pools: Vec<Mempool> = Vec::new();
+    for &s in &sockets {
+        let n_ports_here = infos.iter().filter(|i| socket_or(i.socket, main_socket) == s).count();
+        let descriptors = n_ports_here * (rxd as usize * n_rx + txd as usize * n_tx);
+        let size = pool_size(descriptors, rx_link.capacity + tx_link.capacity, all_lcores.len(), buffers_per_lcore, CACHE);
+        log::info!("mempool on socket {s}: {size} mbufs ({descriptors} for descriptors, {} for hand-off queues)", rx_link.capacity + tx_link.capacity);
+        pools.push(Mempool::create(&format!("tqfwd_pool_s{s}"), size as u32, CACHE as u32, s)?);
+    }
+    let pool_for = |socket: i32| -> &Mempool { pools.iter().find(|p| p.socket == socket).expect("pool per socket") };
+
+    // --- configure and start ports (closed on any early return, before
+    // the pools they use are freed) ---
+    let mut open_ports = OpenPorts(Vec::new());
+    let mut macs = [[0u8; 6]; MAX_PORTS];
+    for (i, (port, info)) in ports.iter().zip(&infos).enumerate() {
+        let psock = socket_or(info.socket, main_socket);
+        let rss_hf = if n_rx > 1 {
+            let hf = dpdk::port::rss_hf_wanted() & info.flow_type_rss_offloads;
+            if hf == 0 {
+                log::warn!(
+                    "port {i} ({}) offers no RSS: its {n_rx} RX queues get whatever the device spreads",
+                    info.driver
+                );
+            }
+            hf
+        } else {
+            0
+        };
+        open_ports.0.push(*port);
+        port.configure(n_rx as u16, n_tx as u16, rss_hf, 0)?;
+        let (mut r, mut t) = (opts.rx_desc, opts.tx_desc);
+        port.adjust_descriptors(&mut r, &mut t)?;
+        rxd = rxd.max(r);
+        txd = txd.max(t);
+        for q in 0..n_rx {
+            port.setup_rx_queue(q as u16, r, psock, pool_for(psock))?;
+        }
+        for q in 0..n_tx {
+            port.setup_tx_queue(q as u16, t, psock)?;
+        }
+        macs[i] = port.mac()?;
+        port.start()?;
+        if let Err(e) = port.enable_promiscuous() {
+            log::warn!("port {i}: promiscuous mode not enabled ({e})");
+        }
+        log::info!(
+            "port {i}: {} ({}), socket {psock}, mac {}, {n_rx} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}",
+            info.name,
+            info.driver,
+            mac_string(&macs[i]),
+            if rss_hf != 0 { "on" } else { "off" }
+        );
+    }
+    wait_for_links(&ports, opts.link_timeout);
+
+    // --- forwarding tables ---
+    let mut map = PortMap { out_port: [0; MAX_PORTS], tx_index: [0; MAX_PORTS], dst_mac: [[0; 6]; MAX_PORTS], src_mac: [[0; 6]; MAX_PORTS] };
+    for i in 0..ports.len() {
+        map.out_port[i] = peer_port(i, ports.len()) as u16;
+        map.tx_index[i] = (i % n_tx) as u8;
+        map.src_mac[i] = macs[i];
+        map.dst_mac[i] = [0x02, 0, 0, 0, 0, i as u8];
+    }
+    for (p, mac) in &opts.peer_mac {
+        map.dst_mac[*p as usize] = mac.0;
+    }
+
+    // --- per-lcore work ---
+    let counters: Vec<(Lcore, Arc<LcoreCounters>)> = all_lcores.iter().map(|&l| (l, Arc::new(LcoreCounters::default()))).collect();
+    let counters_of = |l: Lcore| counters.iter().find(|(x, _)| *x == l).map(|(_, c)| c.clone()).expect("counters");
+    let wait = opts.on_full == OnFull::Wait;
+    let mut rx_senders: Vec<Option<Vec<handoff::Sender>>> = rx_link.senders.into_iter().map(Some).collect();
+    let mut worker_inputs: Vec<Option<InputSet>> = rx_link.inputs.into_iter().map(Some).collect();
+    let mut worker_senders: Vec<Option<Vec<handoff::Sender>>> = tx_link.senders.into_iter().map(Some).collect();
+    let mut tx_inputs: Vec<Option<InputSet>> = tx_link.inputs.into_iter().map(Some).collect();
+    let mut work: Vec<(Lcore, Mutex<Option<LcoreWork>>)> = Vec::new();
+    for &l in &all_lcores {
+        let c = counters_of(l);
+        let rx = layout.rx.iter().position(|&x| x == l).map(|q| {
+            let queues = ports.iter().map(|&p| (p, q as u16)).collect();
+            RxStage::new(queues, rx_senders[q].take().expect("rx senders"), burst, wait, c.clone())
+        });
+        let worker = layout.worker.iter().position(|&x| x == l).map(|w| {
+            WorkerStage::new(
+                worker_inputs[w].take().expect("worker inputs"),
+                worker_senders[w].take().expect("worker senders"),
+                burst,
+                wait,
+                map.clone(),
+                !opts.no_mac_rewrite,
+                opts.worker_cycles as u64,
+                c.clone(),
+            )
+        });
+        let tx = layout.tx.iter().position(|&x| x == l).map(|t| {
+            let tx_ports = ports.iter().map(|&p| (p, t as u16)).collect();
+            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, c.clone())
+        });
+        work.push((l, Mutex::new(Some(LcoreWork { rx, worker, tx }))));
+    }
+    let idle: Vec<Lcore> = lcores.iter().copied().filter(|l| !all_lcores.contains(l)).collect();
+    if !idle.is_empty() {
+        log::warn!("EAL lcores {idle:?} have no role and stay idle");
+    }
+    log::info!(
+        "forwarding: backend {} topology {} burst {burst} depth {depth} on-full {}; rx lcores {:?}, worker lcores {:?}, tx lcores {:?}",
+        opts.backend.name(),
+        opts.topology.name(),
+        opts.on_full.name(),
+        layout.rx,
+        layout.worker,
+        layout.tx
+    );
+
+    // --- run ---
+    let phase = Phase { rx_done: AtomicUsize::new(0), workers_done: AtomicUsize::new(0), n_rx, n_workers };
+    let finished = Arc::new(AtomicBool::new(false));
+    let reporter = {
+        let finished = finished.clone();
+        let counters: Vec<Arc<LcoreCounters>> = counters.iter().map(|(_, c)| c.clone()).collect();
+        let interval = opts.stats_interval;
+        let duration = opts.duration;
+        std::thread::Builder::new()
+            .name("tqfwd-stats".into())
+            .spawn(move || stats_thread(&finished, &counters, interval, duration))
+            .map_err(|e| RunError::Runtime(format!("cannot start the stats thread: {e}")))?
+    };
+    let launch = eal.run_on_all_lcores(|lcore| {
+        let taken = work.iter().find(|(l, _)| *l == lcore).and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
+        if let Some(mut w) = taken {
+            run_lcore(&mut w, &phase);
+            // Stage buffers are empty here; dropping them frees nothing.
+            drop(w);
+        }
+    });
+    finished.store(true, Ordering::Release);
+    let _ = reporter.join();
+    launch?;
+
+    // --- shutdown: ports, then count what is still in use ---
+    let mut port_reports = Vec::new();
+    let tsc_hz = dpdk::tsc_hz().max(1) as f64;
+    let start_tsc = counters.iter().map(|(_, c)| c.rx_start_tsc.load(Ordering::Relaxed)).filter(|&t| t != 0).min().unwrap_or(0);
+    let stop_tsc = counters.iter().map(|(_, c)| c.rx_stop_tsc.load(Ordering::Relaxed)).max().unwrap_or(0);
+    let duration_s = if stop_tsc > start_tsc { (stop_tsc - start_tsc) as f64 / tsc_hz } else { 0.0 };
+    for (i, (port, info)) in ports.iter().zip(&infos).enumerate() {
+        let hw = port.stats();
+        let rx_queues: Vec<u64> = layout
+            .rx
+            .iter()
+            .map(|&l| counters_of(l).rx_port_packets[i].load(Ordering::Relaxed))
+            .collect();
+        let tx_packets: u64 = counters.iter().map(|(_, c)| c.tx_port_packets[i].load(Ordering::Relaxed)).sum();
+        port_reports.push(stats::PortReport {
+            port: i as u16,
+            name: info.name.clone(),
+            driver: info.driver.clone(),
+            socket: info.socket,
+            mac: mac_string(&macs[i]),
+            peer_port: map.out_port[i],
+            rx_packets: rx_queues.iter().sum(),
+            tx_packets,
+            rx_queues,
+            hw_ipackets: hw.ipackets,
+            hw_opackets: hw.opackets,
+            hw_imissed: hw.imissed,
+            hw_rx_nombuf: hw.rx_nombuf,
+        });
+    }
+    open_ports.close_all();
+    drop(work); // hand-off queues: units and rings go back to DPDK's heap
+    let mbufs_in_use: u64 = pools.iter().map(|p| p.in_use() as u64).sum();
+    drop(pools);
+
+    let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
+    let conservation_ok = totals.rx == totals.tx + totals.drops_total();
+    let rate = |n: u64| if duration_s > 0.0 { n as f64 / duration_s / 1e6 } else { 0.0 };
+    Ok(Report {
+        backend: opts.backend.name(),
+        topology: opts.topology.name(),
+        on_full: opts.on_full.name(),
+        burst: opts.burst,
+        depth: opts.depth,
+        duration_s,
+        rx_packets: totals.rx,
+        tx_packets: totals.tx,
+        rx_mpps: rate(totals.rx),
+        tx_mpps: rate(totals.tx),
+        drops: stats::drops_map(&totals.drops),
+        drops_total: totals.drops_total(),
+        classes: stats::classes(counters.iter().map(|(_, c)| &**c)),
+        mbufs_in_use,
+        conservation_ok,
+        ports: port_reports,
+        lcores: counters
+            .iter()
+            .map(|(l, c)| stats::lcore_report(*l, eal.lcore_socket(*l), layout.roles_of(*l), c))
+            .collect(),
+        signal: signal::last_signal(),
+    })
+}
+
+/// Ports configured so far; stopped and closed on drop so that an early
+/// error never frees a pool a port still uses.
+struct OpenPorts(Vec<Port>);
+
+impl OpenPorts {
+    fn close_all(&mut self) {
+        for port in self.0.drain(..) {
+            if let Err(e) = port.stop() {
+                log::warn!("{e}");
+            }
+            if let Err(e) = port.close() {
+                log::warn!("{e}");
+            }
+        }
+    }
+}
+
+impl Drop for OpenPorts {
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}
+
+fn wait_for_links(ports: &[Port], timeout_s: f64) {
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
+    loop {
+        let down: Vec<u16> = ports.iter().filter(|p| !p.link().map(|l| l.up).unwrap_or(false)).map(|p| p.id()).collect();
+        if down.is_empty() {
+            for p in ports {
+                if let Some(l) = p.link() {
+                    log::info!("port {}: link up, {} Mbps{}", p.id(), l.speed_mbps, if l.full_duplex { " full-duplex" } else { "" });
+                }
+            }
+            return;
+        }
+        if Instant::now() >= deadline || signal::quit_requested() {
+            log::warn!("links still down after {timeout_s} s on ports {down:?}: forwarding anyway");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Prints a stats line every `interval` seconds and requests the quit after
+/// `duration`, until `finished`.
+fn stats_thread(finished: &AtomicBool, counters: &[Arc<LcoreCounters>], interval: f64, duration: Option<f64>) {
+    let start = Instant::now();
+    let mut prev = Totals::default();
+    let mut next_line = interval;
+    while !finished.load(Ordering::Acquire) {
+        std::thread::sleep(Duration::from_millis(20));
+        let t = start.elapsed().as_secs_f64();
+        if let Some(d) = duration {
+            if t >= d && !signal::quit_requested() {
+                signal::request_quit();
+            }
+        }
+        if interval > 0.0 && t >= next_line {
+            let now = Totals::collect(counters.iter().map(|c| &**c));
+            println!("{}", stats::stats_line(t, &prev, &now, interval));
+            prev = now;
+            next_line += interval;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pairing() {
+        assert_eq!(peer_port(0, 2), 1);
+        assert_eq!(peer_port(1, 2), 0);
+        assert_eq!(peer_port(2, 3), 2);
+        assert_eq!(peer_port(0, 1), 0);
+        assert_eq!(peer_port(3, 4), 2);
+    }
+
+    #[test]
+    fn default_layouts() {
+        assert_eq!(RoleLayout::default_for(&[0], 0), RoleLayout { rx: vec![0], worker: vec![0], tx: vec![0] });
+        assert_eq!(RoleLayout::default_for(&[0, 1], 0), RoleLayout { rx: vec![0], worker: vec![1], tx: vec![0] });
+        assert_eq!(RoleLayout::default_for(&[0, 1, 2, 3], 0), RoleLayout { rx: vec![0], worker: vec![1, 2], tx: vec![3] });
+    }
+}

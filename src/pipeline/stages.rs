@@ -1,0 +1,320 @@
+//! The three stages. Each is a struct owned by one lcore, polled from that
+//! lcore's loop; an lcore holding several roles polls them in turn, so no
+//! stage ever blocks: with `--on-full wait` a producer whose queue is full
+//! keeps the packets and stops taking input until they fit (back-pressure),
+//! instead of spinning.
+//!
+//! Ownership: every mbuf a stage holds sits in one of its `MbufBurst`s; it
+//! leaves by being handed on (queue or PMD) or freed and counted.
+
+use super::handoff::{InputSet, Sender};
+use crate::dpdk::{self, MbufBurst, Port};
+use crate::stats::{bump, DropReason, LcoreCounters, MAX_PORTS};
+use crate::wire::{self, FrameClass};
+use std::sync::Arc;
+
+/// Attempts at `rte_eth_tx_burst` for one batch before the rest is freed
+/// and counted as `tx_full`.
+pub const TX_RETRIES: u32 = 64;
+
+/// Maps a 32-bit hash onto 0..n without a division (Lemire's reduction).
+#[inline]
+fn reduce(hash: u32, n: u32) -> usize {
+    ((hash as u64 * n as u64) >> 32) as usize
+}
+
+/// Hands every non-empty bucket to its sender. With `wait`, returns false
+/// when something could not be sent (it stays in the bucket); otherwise the
+/// rest is freed and counted under `reason`.
+#[inline]
+fn flush_buckets(buckets: &mut [MbufBurst], senders: &mut [Sender], wait: bool, counters: &LcoreCounters, reason: DropReason) -> bool {
+    let mut all_sent = true;
+    for (bucket, sender) in buckets.iter_mut().zip(senders.iter_mut()) {
+        if bucket.is_empty() {
+            continue;
+        }
+        let n = sender.send_burst(bucket.as_slice());
+        bucket.consume_front(n);
+        if !bucket.is_empty() {
+            if wait {
+                all_sent = false;
+            } else {
+                counters.count_drop(reason, bucket.len() as u64);
+                bucket.free_all();
+            }
+        }
+    }
+    all_sent
+}
+
+// ---- RX ----------------------------------------------------------------
+
+/// Polls one RX queue on every port and spreads packets over the workers by
+/// flow (RSS hash when the NIC gave one, else a 5-tuple hash), so a flow
+/// always takes one worker and keeps its order.
+pub struct RxStage {
+    queues: Vec<(Port, u16)>,
+    senders: Vec<Sender>,
+    buckets: Vec<MbufBurst>,
+    rx: MbufBurst,
+    burst: usize,
+    wait: bool,
+    n_workers: u32,
+    counters: Arc<LcoreCounters>,
+    started: bool,
+    pub done: bool,
+}
+
+impl RxStage {
+    pub fn new(queues: Vec<(Port, u16)>, senders: Vec<Sender>, burst: usize, wait: bool, counters: Arc<LcoreCounters>) -> Self {
+        let n_workers = senders.len() as u32;
+        RxStage {
+            queues,
+            buckets: (0..senders.len()).map(|_| MbufBurst::new()).collect(),
+            senders,
+            rx: MbufBurst::new(),
+            burst,
+            wait,
+            n_workers,
+            counters,
+            started: false,
+            done: false,
+        }
+    }
+
+    /// One pass over the ports. `stop`: RX must stop; pending packets are
+    /// still handed on (or, with `drop`, already were).
+    #[inline]
+    pub fn poll(&mut self, stop: bool) {
+        if !self.started {
+            self.started = true;
+            self.counters.rx_start_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
+        }
+        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull) {
+            return; // back-pressure: the NIC queue holds the rest
+        }
+        if stop {
+            self.counters.rx_stop_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
+            self.done = true;
+            return;
+        }
+        for i in 0..self.queues.len() {
+            let (port, queue) = self.queues[i];
+            let n = port.rx_burst(queue, &mut self.rx, self.burst);
+            if n == 0 {
+                continue;
+            }
+            bump(&self.counters.rx_port_packets[port.id() as usize % MAX_PORTS], n as u64);
+            if self.n_workers == 1 {
+                for &m in self.rx.as_slice() {
+                    let _ = self.buckets[0].push(m);
+                }
+            } else {
+                for &m in self.rx.as_slice() {
+                    let hash = match m.rss_hash() {
+                        Some(h) => h,
+                        None => wire::flow_hash(m.data()),
+                    };
+                    let _ = self.buckets[reduce(hash, self.n_workers)].push(m);
+                }
+            }
+            self.rx.consume_front(n); // moved into the buckets
+            if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull) {
+                return;
+            }
+        }
+    }
+}
+
+// ---- worker ------------------------------------------------------------
+
+/// Per-port forwarding facts the worker and TX stages need.
+#[derive(Clone)]
+pub struct PortMap {
+    /// out_port[in] = the port frames received on `in` leave by.
+    pub out_port: [u16; MAX_PORTS],
+    /// tx_index[out] = the TX lcore (index) that serves port `out`.
+    pub tx_index: [u8; MAX_PORTS],
+    /// MACs written into frames leaving port `out`: (dst = peer, src = port).
+    pub dst_mac: [[u8; 6]; MAX_PORTS],
+    pub src_mac: [[u8; 6]; MAX_PORTS],
+}
+
+/// Parses and classifies each frame, rewrites its MACs (l2fwd convention),
+/// drops runts, and hands the rest to the TX lcore of its output port.
+pub struct WorkerStage {
+    inputs: InputSet,
+    senders: Vec<Sender>,
+    buckets: Vec<MbufBurst>,
+    inbuf: MbufBurst,
+    burst: usize,
+    wait: bool,
+    map: Box<PortMap>,
+    rewrite: bool,
+    work_cycles: u64,
+    counters: Arc<LcoreCounters>,
+    pub done: bool,
+}
+
+impl WorkerStage {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        inputs: InputSet,
+        senders: Vec<Sender>,
+        burst: usize,
+        wait: bool,
+        map: PortMap,
+        rewrite: bool,
+        work_cycles: u64,
+        counters: Arc<LcoreCounters>,
+    ) -> Self {
+        WorkerStage {
+            inputs,
+            buckets: (0..senders.len()).map(|_| MbufBurst::new()).collect(),
+            senders,
+            inbuf: MbufBurst::new(),
+            burst,
+            wait,
+            map: Box::new(map),
+            rewrite,
+            work_cycles,
+            counters,
+            done: false,
+        }
+    }
+
+    /// One receive/process/hand-on round. `upstream_done`: every RX lcore
+    /// has stopped and published all it had (read before receiving).
+    #[inline]
+    pub fn poll(&mut self, upstream_done: bool) {
+        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull) {
+            return;
+        }
+        let inputs = &mut self.inputs;
+        let n = self.inbuf.fill_with(self.burst, |out| inputs.recv(out));
+        if n == 0 {
+            if upstream_done && self.inputs.is_empty() {
+                self.done = true;
+            }
+            return;
+        }
+        let counters = &*self.counters;
+        bump(&counters.worker_packets, n as u64);
+        let map = &*self.map;
+        let rewrite = self.rewrite;
+        let work_cycles = self.work_cycles;
+        let mut class_counts = [0u64; 6];
+        let runts = self.inbuf.retain_or_free(|m| {
+            let info = wire::parse(m.data());
+            class_counts[info.class.index()] += 1;
+            if info.class == FrameClass::Runt {
+                return false;
+            }
+            if rewrite {
+                let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
+                wire::rewrite_macs(m.data_mut(), &map.dst_mac[out], &map.src_mac[out]);
+            }
+            if work_cycles != 0 {
+                let start = dpdk::rdtsc_inline();
+                while dpdk::rdtsc_inline().wrapping_sub(start) < work_cycles {
+                    std::hint::spin_loop();
+                }
+            }
+            true
+        });
+        for (i, c) in class_counts.iter().enumerate() {
+            if *c != 0 {
+                bump(&counters.worker_classes[i], *c);
+            }
+        }
+        if runts != 0 {
+            counters.count_drop(DropReason::Runt, runts as u64);
+        }
+        if self.buckets.len() == 1 {
+            for &m in self.inbuf.as_slice() {
+                let _ = self.buckets[0].push(m);
+            }
+        } else {
+            for &m in self.inbuf.as_slice() {
+                let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
+                let _ = self.buckets[map.tx_index[out] as usize].push(m);
+            }
+        }
+        let len = self.inbuf.len();
+        self.inbuf.consume_front(len);
+        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull);
+    }
+}
+
+// ---- TX ----------------------------------------------------------------
+
+/// Takes packets from the workers, groups them by output port and
+/// transmits on this lcore's TX queue of that port, retrying a partial
+/// burst a bounded number of times, then freeing and counting the rest.
+pub struct TxStage {
+    inputs: InputSet,
+    inbuf: MbufBurst,
+    /// Indexed by port id: (port, this lcore's TX queue on it).
+    ports: Vec<(Port, u16)>,
+    buckets: Vec<MbufBurst>,
+    out_port: [u16; MAX_PORTS],
+    burst: usize,
+    counters: Arc<LcoreCounters>,
+    pub done: bool,
+}
+
+impl TxStage {
+    pub fn new(inputs: InputSet, ports: Vec<(Port, u16)>, out_port: [u16; MAX_PORTS], burst: usize, counters: Arc<LcoreCounters>) -> Self {
+        TxStage {
+            inputs,
+            inbuf: MbufBurst::new(),
+            buckets: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
+            ports,
+            out_port,
+            burst,
+            counters,
+            done: false,
+        }
+    }
+
+    #[inline]
+    pub fn poll(&mut self, upstream_done: bool) {
+        let inputs = &mut self.inputs;
+        let n = self.inbuf.fill_with(self.burst, |out| inputs.recv(out));
+        if n == 0 {
+            if upstream_done && self.inputs.is_empty() {
+                self.done = true;
+            }
+            return;
+        }
+        bump(&self.counters.tx_in_packets, n as u64);
+        for &m in self.inbuf.as_slice() {
+            let out = self.out_port[m.port() as usize % MAX_PORTS] as usize;
+            let _ = self.buckets[out].push(m);
+        }
+        self.inbuf.consume_front(n);
+        for (p, bucket) in self.buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            let (port, queue) = self.ports[p];
+            let mut tries = 0;
+            loop {
+                let sent = port.tx_burst(queue, bucket);
+                if sent != 0 {
+                    bump(&self.counters.tx_port_packets[p], sent as u64);
+                }
+                if bucket.is_empty() {
+                    break;
+                }
+                tries += 1;
+                if tries >= TX_RETRIES {
+                    self.counters.count_drop(DropReason::TxFull, bucket.len() as u64);
+                    bucket.free_all();
+                    break;
+                }
+                dpdk::pause();
+            }
+        }
+    }
+}

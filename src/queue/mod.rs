@@ -1,0 +1,1130 @@
+//! # TransferQueue: burst hand-off between cores through linked transfer units
+//!
+//! ## What it owns and promises
+//!
+//! A TransferQueue moves values of type `T` (in the forwarder: mbuf pointers)
+//! from one or more [`Producer`]s to one [`Consumer`]. It owns:
+//!
+//! * one **arena** per producer, allocated once through the caller's
+//!   [`UnitMemory`] (DPDK `rte_zmalloc_socket` on the consumer's NUMA node in
+//!   the forwarder, [`GlobalMemory`] in tests), holding that producer's
+//!   fixed pool of **transfer units**;
+//! * the items while they are inside the queue. It does not own what the
+//!   items point to: it moves references, never the packet buffers.
+//!
+//! Promises: nothing is allocated, logged or formatted on the data path
+//! (`send*`/`recv*`); every item sent is handed out exactly once, or dropped
+//! exactly once when the last handle goes; every arena is returned to the
+//! [`UnitMemory`] that gave it when the last handle (producer or consumer) is
+//! dropped.
+//!
+//! ## Transfer units
+//!
+//! A unit is a cache-line-aligned record: a header (`next` link, `count`,
+//! per-producer `seq`uence number, `producer` index, reserved `flags`)
+//! followed by `burst` item slots. `burst` is chosen at run time
+//! (1..=[`MAX_BURST`]), so units are variable-size: the stride is
+//! `round_up(header + burst * size_of::<T>(), 64)` ([`unit_stride`]) and all
+//! of one producer's units live in one arena of `units * stride` bytes.
+//! `producer` is a `u32` rather than a `u16` so that the producer count
+//! needs no extra limit; the header is 24 bytes either way.
+//! The alignment is 64 B ([`UNIT_ALIGN`]), not 128: a unit is owned by one
+//! side at a time and most of it is written or read as a whole, so the
+//! only sharing left is an adjacent-line-prefetch effect at unit
+//! boundaries, while 128 would waste up to 127 B per unit of the memory
+//! the queue touches (the write-up's bigger-is-slower knee).
+//!
+//! ## Algorithm
+//!
+//! * **Send.** A producer takes a unit from its *local free list* (plain
+//!   pointers, only it touches them), moves up to `burst` items into it, writes
+//!   `count`/`seq`, and publishes it by pushing it on the consumer's list head
+//!   with one CAS (Treiber push; no ABA problem because a push never
+//!   dereferences the head it replaces). One CAS per unit, not per item.
+//! * **Receive.** The consumer does a relaxed load of the head and, only if it
+//!   is non-null, detaches the whole list with one `swap(null)` (an empty head
+//!   is never swapped, so an idle consumer keeps the head line shared instead
+//!   of stealing it from producers). The detached chain is newest-first; the
+//!   consumer reverses it (restoring per-producer FIFO) and keeps it as a local
+//!   chain, handing items out of it across as many `recv` calls as needed
+//!   (a unit may be split: the read offset is remembered).
+//! * **Return.** A unit whose last item was handed out is pushed (same CAS
+//!   discipline) on its producer's *return list*. When a producer's local free
+//!   list is empty it detaches its return list with one swap. Only that
+//!   producer ever removes from its return list, and only the consumer ever
+//!   pushes on it, so there is no ABA either.
+//! * **Full.** Local free list and return list both empty means the queue is
+//!   full for this producer: `send` stops pulling items and returns how many it
+//!   took; the rest stay with the caller (back-pressure, no spin inside).
+//!   Each producer has its own pool, so one stalled producer cannot starve the
+//!   others of units.
+//! * **Empty.** `recv` returns 0 after one relaxed load when nothing is
+//!   published and the local chain is spent.
+//!
+//! ## Ordering guarantee
+//!
+//! FIFO per producer: items of one producer come out in the order that
+//! producer sent them (units are pushed in order, a detach takes a prefix of
+//! each producer's pushes, and the reversal restores push order). There is no
+//! order across producers. [`ShardedConsumer`] preserves the same per-producer
+//! FIFO (one queue per producer).
+//!
+//! ## Progress guarantee
+//!
+//! * Producers are lock-free: the only loop is the publish CAS, which fails
+//!   only if the head changed since it was read, i.e. another producer
+//!   published or the consumer detached; each failure means another thread made
+//!   progress. (`compare_exchange_weak` may also fail spuriously on LL/SC
+//!   machines; on x86 it does not.) Taking a unit is wait-free (local pop, or
+//!   one load + one swap of the return list).
+//! * The consumer's detach is wait-free (one load, at most one swap). Returning
+//!   a unit is a CAS that can only fail when the owning producer detached its
+//!   return list in between (lock-free, in practice once).
+//! * Nobody ever waits for another thread inside the queue: full and empty are
+//!   reported to the caller.
+//!
+//! ## Memory orderings, and why each is enough
+//!
+//! * **Publish: CAS `Release` on success.** The producer's plain writes to the
+//!   slots and header (and the Relaxed `next` store) happen before its Release
+//!   CAS. **Detach: swap `Acquire`.** The swap reads the value written by the
+//!   latest RMW on the head; every publish CAS is an RMW, so it continues the
+//!   release sequence of every earlier publish, and the Acquire swap
+//!   synchronises with *every* producer whose unit is in the detached chain.
+//!   Hence all items, counts and links of the chain are visible.
+//! * **CAS failure: `Relaxed`.** On failure the producer only stores the
+//!   observed head into its own unit's `next` and retries; it never
+//!   dereferences that pointer.
+//! * **Pre-checks: `Relaxed` loads** of the head (consumer) and of the return
+//!   list (producer) are hints only: a stale null means the items/units are
+//!   seen on the next poll; a non-null leads to the Acquire swap, which does
+//!   the synchronisation. Only the owner swaps a list, so a non-null seen by
+//!   the owner stays non-null until its swap.
+//! * **Return: CAS `Release`; producer's detach: swap `Acquire`.** The
+//!   consumer's reads of the slots (moving items out) happen before the
+//!   Release push, and the producer's refill happens after its Acquire swap,
+//!   so a refill never races with a read (checked by loom, see
+//!   `sync::Track`).
+//! * **`next` links: `Relaxed`.** A unit's `next` is only written by the
+//!   unit's current owner, before a Release publish/return, and only read
+//!   after the corresponding Acquire detach (or by the owner itself).
+//! * **Teardown:** `Arc`'s Release decrement / Acquire fence before the last
+//!   drop makes every handle's writes visible to the final drop.
+//!
+//! ## Memory footprint
+//!
+//! Per producer: `units * unit_stride::<T>(burst)` bytes, one arena, where
+//! `units = max(1, depth / burst / producers)` ([`units_per_producer`]), so
+//! `depth` is the queue's capacity in items, split across producers (the
+//! write-up counted depth in units; here it is in packets). Plus one
+//! `CachePadded` head and one `CachePadded` return head per producer. Example:
+//! 8-byte mbuf pointers, burst 32: 24 + 256 = 280 → 320 B per unit; depth
+//! 16384 with 4 producers → 128 units × 320 B = 40 KiB per producer, 160 KiB
+//! in all ([`queue_bytes`]).
+//!
+//! ## Teardown
+//!
+//! Shared state lives in an `Arc`. Dropping the [`Consumer`] drops the items in
+//! its local chain and in the list published at that moment, and returns those
+//! units to their producers; producers may keep sending afterwards into a
+//! queue nobody reads (it fills up, `send` returns 0). When the last handle is
+//! dropped, every item still published is dropped and every arena is freed
+//! through the [`UnitMemory`]. A panic in `send`'s iterator publishes the items
+//! already taken; a panic in `recv`'s sink loses nothing (the read offset is
+//! advanced before each item is handed out).
+//!
+//! ## Tests
+//!
+//! `queue::tests` (unit, stress with threads, drop counting; run with
+//! `cargo test --lib queue`), `queue::loom` (model checking, run with
+//! `RUSTFLAGS="--cfg loom" cargo test --release --lib queue::loom`), and the
+//! same unit tests under Miri (`cargo +nightly miri test --lib queue`; nightly
+//! with the `miri` and `rust-src` components, counts reduced under
+//! `cfg(miri)`).
+
+#![deny(unsafe_op_in_unsafe_fn)]
+#![deny(clippy::undocumented_unsafe_blocks)]
+
+mod sync;
+
+#[cfg(all(test, not(loom)))]
+mod tests;
+
+#[cfg(all(test, loom))]
+mod loom;
+
+use core::alloc::Layout;
+use core::fmt;
+use core::marker::PhantomData;
+use core::mem::{align_of, size_of};
+use core::ptr::{self, NonNull};
+
+use crossbeam_utils::CachePadded;
+
+use self::sync::{Arc, AtomicPtr, Ordering, Track};
+
+/// Largest `burst` (items per transfer unit) accepted by [`channel`].
+pub const MAX_BURST: usize = 256;
+
+/// Alignment (and stride granularity) of transfer units, in bytes. Raised to
+/// `align_of::<T>()` for over-aligned item types.
+pub const UNIT_ALIGN: usize = 64;
+
+// ---------------------------------------------------------------------------
+// Memory provider
+// ---------------------------------------------------------------------------
+
+/// Where the queue's arenas come from (one allocation per producer, at
+/// construction only).
+pub trait UnitMemory: Send + Sync {
+    /// Zeroed memory for `layout`, or None when the provider is out of memory.
+    fn alloc_zeroed(&self, layout: Layout) -> Option<NonNull<u8>>;
+    /// Returns memory to the provider.
+    ///
+    /// # Safety
+    /// `ptr` came from `alloc_zeroed` of this provider with the same layout,
+    /// and is not used afterwards.
+    unsafe fn free(&self, ptr: NonNull<u8>, layout: Layout);
+}
+
+/// [`UnitMemory`] backed by the Rust global allocator (`std::alloc`).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GlobalMemory;
+
+impl UnitMemory for GlobalMemory {
+    fn alloc_zeroed(&self, layout: Layout) -> Option<NonNull<u8>> {
+        if layout.size() == 0 {
+            return None;
+        }
+        // SAFETY: `layout` has a non-zero size (checked above).
+        NonNull::new(unsafe { std::alloc::alloc_zeroed(layout) })
+    }
+
+    unsafe fn free(&self, ptr: NonNull<u8>, layout: Layout) {
+        // SAFETY: the caller guarantees `ptr` came from `alloc_zeroed` above
+        // with this `layout`, i.e. from `std::alloc::alloc_zeroed(layout)`.
+        unsafe { std::alloc::dealloc(ptr.as_ptr(), layout) }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+/// Why [`channel`] could not build a queue.
+#[derive(Debug)]
+pub enum QueueError {
+    /// `burst` is 0 or above [`MAX_BURST`].
+    BadBurst(usize),
+    /// `depth` is not a power of two (0 included).
+    BadDepth(usize),
+    /// `producers` is 0.
+    NoProducers,
+    /// The [`UnitMemory`] could not provide the arenas (`bytes` in all).
+    OutOfMemory { bytes: usize },
+}
+
+impl fmt::Display for QueueError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            QueueError::BadBurst(b) => write!(
+                f,
+                "transfer-queue burst {b} is out of range: use 1..={MAX_BURST} items per transfer unit"
+            ),
+            QueueError::BadDepth(d) => write!(
+                f,
+                "transfer-queue depth {d} is not a power of two: use a power of two >= 1 (e.g. 4096)"
+            ),
+            QueueError::NoProducers => {
+                write!(f, "a transfer queue needs at least one producer: pass producers >= 1")
+            }
+            QueueError::OutOfMemory { bytes } => write!(
+                f,
+                "could not allocate {bytes} bytes of transfer units: lower the depth or burst, \
+                 or give the memory provider more memory (e.g. more hugepages on that NUMA node)"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for QueueError {}
+
+// ---------------------------------------------------------------------------
+// Geometry
+// ---------------------------------------------------------------------------
+
+/// Transfer units per producer for a queue of `depth` items shared by
+/// `producers` producers with `burst` items per unit:
+/// `max(1, depth / burst / producers)` (integer divisions, so the real
+/// capacity is at most `depth`, and at least one unit per producer).
+/// Zero arguments are treated as 1 here; [`channel`] rejects them.
+pub fn units_per_producer(producers: usize, depth: usize, burst: usize) -> usize {
+    (depth / burst.max(1) / producers.max(1)).max(1)
+}
+
+/// Bytes of one transfer unit holding `burst` items of `T` (header + slots,
+/// rounded up to [`UNIT_ALIGN`]). Saturates at `usize::MAX` on overflow.
+pub fn unit_stride<T>(burst: usize) -> usize {
+    Geometry::new::<T>(1, burst).map_or(usize::MAX, |g| g.stride)
+}
+
+/// Total bytes of transfer units that [`channel`] allocates for these
+/// parameters (all producers' arenas). Saturates at `usize::MAX`.
+pub fn queue_bytes<T>(producers: usize, depth: usize, burst: usize) -> usize {
+    unit_stride::<T>(burst)
+        .saturating_mul(units_per_producer(producers, depth, burst))
+        .saturating_mul(producers)
+}
+
+#[derive(Clone, Copy, Debug)]
+struct Geometry {
+    burst: usize,
+    units: usize,
+    /// Offset of slot 0 from the start of a unit.
+    items_offset: usize,
+    /// Distance between consecutive units in an arena.
+    stride: usize,
+    /// Layout of one producer's arena.
+    arena: Layout,
+}
+
+impl Geometry {
+    fn new<T>(units: usize, burst: usize) -> Option<Geometry> {
+        let align = UNIT_ALIGN.max(align_of::<T>()).max(align_of::<Unit>());
+        let items_offset = size_of::<Unit>().checked_next_multiple_of(align_of::<T>())?;
+        let bytes = size_of::<T>().checked_mul(burst)?.checked_add(items_offset)?;
+        let stride = bytes.checked_next_multiple_of(align)?;
+        let arena = Layout::from_size_align(stride.checked_mul(units)?, align).ok()?;
+        Some(Geometry { burst, units, items_offset, stride, arena })
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Units and lists
+// ---------------------------------------------------------------------------
+
+/// Header of a transfer unit; `burst` item slots follow at
+/// `Geometry::items_offset`.
+#[repr(C)]
+struct Unit {
+    /// Link in whichever list the unit is on (consumer head, consumer's local
+    /// chain, return list, local free list). Written only by the unit's owner.
+    next: AtomicPtr<Unit>,
+    /// Items in the slots (1..=burst while published).
+    count: u32,
+    /// Per-producer sequence number of the unit (wrapping).
+    seq: u32,
+    /// Index of the producer owning the arena this unit lives in.
+    producer: u32,
+    /// Reserved, 0.
+    flags: u32,
+    /// Race detector for the unit's contents under loom; ZST otherwise.
+    track: Track,
+}
+
+impl Unit {
+    fn new(producer: u32) -> Unit {
+        Unit {
+            next: AtomicPtr::new(ptr::null_mut()),
+            count: 0,
+            seq: 0,
+            producer,
+            flags: 0,
+            track: Track::new(),
+        }
+    }
+}
+
+/// Pointer to slot `i` of `unit`.
+///
+/// # Safety
+/// `unit` points to a unit of an arena built with `items_offset`, and
+/// `i <= burst`.
+#[inline(always)]
+unsafe fn slot<T>(unit: *mut Unit, items_offset: usize, i: usize) -> *mut T {
+    // SAFETY: slot 0 is `items_offset` bytes into the unit and slots
+    // 0..=burst stay inside (or one past) the unit's stride, in the same
+    // allocation (caller's contract).
+    unsafe { unit.cast::<u8>().add(items_offset).cast::<T>().add(i) }
+}
+
+/// Pushes `unit` on the lock-free list at `head` (one CAS on success).
+///
+/// # Safety
+/// `unit` is a valid unit owned exclusively by the caller; ownership passes
+/// to whoever detaches the list.
+#[inline]
+unsafe fn push(head: &AtomicPtr<Unit>, unit: *mut Unit) {
+    // SAFETY: `unit` is valid (caller's contract); `next` is an atomic, so a
+    // shared reference to it is fine even once the unit changes hands.
+    let next = unsafe { &(*unit).next };
+    let mut cur = head.load(Ordering::Relaxed);
+    loop {
+        next.store(cur, Ordering::Relaxed);
+        // Release: publishes everything written to the unit (see module doc).
+        // Relaxed failure: `cur` is only stored into our own unit.
+        match head.compare_exchange_weak(cur, unit, Ordering::Release, Ordering::Relaxed) {
+            Ok(_) => return,
+            Err(actual) => cur = actual,
+        }
+    }
+}
+
+/// Detaches the whole list at `head` (newest first) if it is non-empty; never
+/// swaps an empty head. Only the list's single owner may call it.
+#[inline]
+fn detach(head: &AtomicPtr<Unit>) -> *mut Unit {
+    if head.load(Ordering::Relaxed).is_null() {
+        return ptr::null_mut();
+    }
+    head.swap(ptr::null_mut(), Ordering::Relaxed)
+}
+
+/// Reverses a detached chain in place and returns its new first unit.
+///
+/// # Safety
+/// `list` is null or a chain of valid units owned by the caller.
+unsafe fn reverse(mut list: *mut Unit) -> *mut Unit {
+    let mut prev = ptr::null_mut();
+    while !list.is_null() {
+        // SAFETY: every unit on the chain is valid and owned by the caller.
+        let next_field = unsafe { &(*list).next };
+        let next = next_field.load(Ordering::Relaxed);
+        next_field.store(prev, Ordering::Relaxed);
+        prev = list;
+        list = next;
+    }
+    prev
+}
+
+/// Number of units on a chain.
+///
+/// # Safety
+/// `list` is null or a chain of valid units whose links nobody changes during
+/// the walk.
+unsafe fn chain_len(mut list: *mut Unit) -> usize {
+    let mut n = 0;
+    while !list.is_null() {
+        n += 1;
+        // SAFETY: valid unit with a stable link (caller's contract).
+        list = unsafe { (*list).next.load(Ordering::Relaxed) };
+    }
+    n
+}
+
+// ---------------------------------------------------------------------------
+// Shared state
+// ---------------------------------------------------------------------------
+
+/// One producer's pool: its arena and the list where the consumer returns
+/// spent units.
+struct Pool {
+    ret: CachePadded<AtomicPtr<Unit>>,
+    arena: NonNull<u8>,
+}
+
+struct Shared<T> {
+    /// The consumer's list of published units (newest first).
+    head: CachePadded<AtomicPtr<Unit>>,
+    pools: Vec<Pool>,
+    geo: Geometry,
+    mem: std::sync::Arc<dyn UnitMemory>,
+    _items: PhantomData<T>,
+}
+
+// SAFETY: `Shared` hands `T` values between threads (hence `T: Send`); its raw
+// pointers are arenas and units whose every access is ordered by the list
+// protocol described in the module doc; `mem` is `Send + Sync`.
+unsafe impl<T: Send> Send for Shared<T> {}
+// SAFETY: through `&Shared` only atomics and immutable fields are reachable;
+// item slots are only touched by the exclusive owner of their unit. No `&T` is
+// ever shared, so `T: Sync` is not needed.
+unsafe impl<T: Send> Sync for Shared<T> {}
+
+impl<T> Shared<T> {
+    fn unit(&self, producer: usize, i: usize) -> *mut Unit {
+        debug_assert!(i < self.geo.units);
+        // SAFETY: `i < units`, so the offset stays inside the arena.
+        unsafe { self.pools[producer].arena.as_ptr().add(i * self.geo.stride).cast::<Unit>() }
+    }
+}
+
+impl<T> Drop for Shared<T> {
+    fn drop(&mut self) {
+        // Items still published (the consumer is gone, or it never detached
+        // them). Units on return or free lists, or in no list, hold no items:
+        // the consumer's local chain was emptied by `Consumer::drop`, and a
+        // producer only holds a filled unit inside `send` (published by its
+        // guard even on panic).
+        let mut unit = self.head.swap(ptr::null_mut(), Ordering::Acquire);
+        while !unit.is_null() {
+            // SAFETY: `unit` was published (Acquire-visible) and nobody else
+            // can reach it any more: we hold the last handle. Its `count`
+            // first slots hold initialised items that no one moved out.
+            unsafe {
+                let next = (*unit).next.load(Ordering::Relaxed);
+                let count = (*unit).track.read(|| (*unit).count) as usize;
+                let items = slot::<T>(unit, self.geo.items_offset, 0);
+                (*unit).track.write(|| {
+                    ptr::drop_in_place(ptr::slice_from_raw_parts_mut(items, count))
+                });
+                unit = next;
+            }
+        }
+        for p in 0..self.pools.len() {
+            for i in 0..self.geo.units {
+                // SAFETY: every unit header was written by `build` and is
+                // dropped exactly once here.
+                unsafe { ptr::drop_in_place(self.unit(p, i)) };
+            }
+            // SAFETY: the arena came from `self.mem.alloc_zeroed(self.geo.arena)`
+            // and nothing points into it any more.
+            unsafe { self.mem.free(self.pools[p].arena, self.geo.arena) };
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Construction
+// ---------------------------------------------------------------------------
+
+/// Builds a TransferQueue with `producers` producers and one consumer.
+///
+/// `depth` is the capacity in items (a power of two >= 1), split across the
+/// producers: each gets [`units_per_producer`]`(producers, depth, burst)`
+/// units of `burst` items (1..=[`MAX_BURST`]). Arenas come from `mem`.
+pub fn channel<T: Send>(
+    producers: usize,
+    depth: usize,
+    burst: usize,
+    mem: std::sync::Arc<dyn UnitMemory>,
+) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
+    if burst == 0 || burst > MAX_BURST {
+        return Err(QueueError::BadBurst(burst));
+    }
+    if !depth.is_power_of_two() {
+        return Err(QueueError::BadDepth(depth));
+    }
+    if producers == 0 {
+        return Err(QueueError::NoProducers);
+    }
+    build(producers, units_per_producer(producers, depth, burst), burst, mem)
+}
+
+/// Builds the sharded topology: one single-producer queue per producer, all
+/// read by one [`ShardedConsumer`]. Parameters mean the same as for
+/// [`channel`] (`depth` is the total capacity, so each shard gets
+/// `units_per_producer(producers, depth, burst)` units and the footprint
+/// equals the shared-queue one).
+pub fn sharded<T: Send>(
+    producers: usize,
+    depth: usize,
+    burst: usize,
+    mem: std::sync::Arc<dyn UnitMemory>,
+) -> Result<(Vec<Producer<T>>, ShardedConsumer<T>), QueueError> {
+    if burst == 0 || burst > MAX_BURST {
+        return Err(QueueError::BadBurst(burst));
+    }
+    if !depth.is_power_of_two() {
+        return Err(QueueError::BadDepth(depth));
+    }
+    if producers == 0 {
+        return Err(QueueError::NoProducers);
+    }
+    let units = units_per_producer(producers, depth, burst);
+    let mut txs = Vec::with_capacity(producers);
+    let mut rxs = Vec::with_capacity(producers);
+    for _ in 0..producers {
+        let (mut tx, rx) = build(1, units, burst, mem.clone())?;
+        txs.push(tx.pop().expect("build returns one producer"));
+        rxs.push(rx);
+    }
+    Ok((txs, ShardedConsumer::new(rxs)))
+}
+
+fn build<T: Send>(
+    producers: usize,
+    units: usize,
+    burst: usize,
+    mem: std::sync::Arc<dyn UnitMemory>,
+) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
+    let geo = Geometry::new::<T>(units, burst)
+        .ok_or(QueueError::OutOfMemory { bytes: usize::MAX })?;
+    let total = geo.arena.size().saturating_mul(producers);
+    if u32::try_from(producers).is_err() {
+        return Err(QueueError::OutOfMemory { bytes: total });
+    }
+    let mut shared = Shared::<T> {
+        head: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+        pools: Vec::with_capacity(producers),
+        geo,
+        mem,
+        _items: PhantomData,
+    };
+    for p in 0..producers {
+        // On failure `shared` is dropped, freeing the arenas made so far.
+        let arena = shared
+            .mem
+            .alloc_zeroed(geo.arena)
+            .ok_or(QueueError::OutOfMemory { bytes: total })?;
+        for i in 0..units {
+            // SAFETY: unit `i` lies inside the fresh arena and is aligned for
+            // `Unit` (stride and arena alignment are multiples of its align).
+            unsafe {
+                ptr::write(arena.as_ptr().add(i * geo.stride).cast::<Unit>(), Unit::new(p as u32))
+            };
+        }
+        shared.pools.push(Pool { ret: CachePadded::new(AtomicPtr::new(ptr::null_mut())), arena });
+    }
+    let shared = Arc::new(shared);
+    let mut txs = Vec::with_capacity(producers);
+    for p in 0..producers {
+        // The whole arena starts on the producer's local free list.
+        for i in 0..units {
+            let next = if i + 1 < units { shared.unit(p, i + 1) } else { ptr::null_mut() };
+            // SAFETY: valid unit, not yet shared with anyone.
+            unsafe { (*shared.unit(p, i)).next.store(next, Ordering::Relaxed) };
+        }
+        txs.push(Producer {
+            free: shared.unit(p, 0),
+            seq: 0,
+            id: p as u32,
+            burst,
+            items_offset: geo.items_offset,
+            shared: shared.clone(),
+        });
+    }
+    let rx = Consumer {
+        cur: ptr::null_mut(),
+        count: 0,
+        offset: 0,
+        items_offset: geo.items_offset,
+        #[cfg(any(debug_assertions, loom))]
+        expect_seq: vec![0; producers],
+        shared,
+    };
+    Ok((txs, rx))
+}
+
+// ---------------------------------------------------------------------------
+// Producer
+// ---------------------------------------------------------------------------
+
+/// Sending end of a TransferQueue (one per producer thread/lcore). `Send`, not
+/// `Sync`: move it to its thread.
+pub struct Producer<T> {
+    /// Local free list (linked through `next`), owned by this producer only.
+    free: *mut Unit,
+    seq: u32,
+    id: u32,
+    burst: usize,
+    items_offset: usize,
+    shared: Arc<Shared<T>>,
+}
+
+// SAFETY: the producer exclusively owns the units on its local free list
+// (raw pointers into its arena); moving it to another thread moves that
+// ownership. Items it sends are `T: Send`.
+unsafe impl<T: Send> Send for Producer<T> {}
+
+impl<T> fmt::Debug for Producer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Producer")
+            .field("id", &self.id)
+            .field("burst", &self.burst)
+            .field("units", &self.shared.geo.units)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A unit being filled by `send`; publishes what it holds (or puts the empty
+/// unit back) when dropped, including on a panic in the caller's iterator.
+struct Fill<'a, T> {
+    producer: &'a mut Producer<T>,
+    unit: *mut Unit,
+    n: usize,
+}
+
+impl<T> Drop for Fill<'_, T> {
+    #[inline]
+    fn drop(&mut self) {
+        if self.n == 0 {
+            // SAFETY: `unit` was taken from the producer's free list and is
+            // still exclusively ours.
+            unsafe { self.producer.put_back(self.unit) }
+        } else {
+            // SAFETY: exclusively ours, its first `n` slots are initialised.
+            unsafe { self.producer.publish(self.unit, self.n) }
+        }
+    }
+}
+
+impl<T: Send> Producer<T> {
+    /// Moves items from `items` into units (up to `burst` per unit, one CAS per
+    /// unit); pulls an item only when it has a slot for it, so on a full queue
+    /// the rest stay in the iterator (handed back to the caller). Returns how
+    /// many were taken.
+    #[inline]
+    pub fn send<I: Iterator<Item = T>>(&mut self, items: &mut I) -> usize {
+        let burst = self.burst;
+        let items_offset = self.items_offset;
+        let mut taken = 0;
+        while let Some(unit) = self.take_unit() {
+            let mut fill = Fill { producer: self, unit, n: 0 };
+            while fill.n < burst {
+                let Some(item) = items.next() else { break };
+                // SAFETY: the unit is exclusively ours and `n < burst`, so the
+                // slot is inside it; the slot holds no live item (units on the
+                // free list are empty).
+                unsafe {
+                    (*unit).track.write(|| ptr::write(slot::<T>(unit, items_offset, fill.n), item))
+                };
+                fill.n += 1;
+            }
+            let n = fill.n;
+            drop(fill); // publishes (n > 0) or puts the unit back (n == 0)
+            taken += n;
+            if n < burst {
+                break; // iterator exhausted
+            }
+        }
+        taken
+    }
+
+    /// Copies a prefix of `items` into units (one CAS per unit) and returns its
+    /// length: all of `items` unless the queue filled up.
+    #[inline]
+    pub fn send_slice(&mut self, items: &[T]) -> usize
+    where
+        T: Copy,
+    {
+        let mut done = 0;
+        while done < items.len() {
+            let Some(unit) = self.take_unit() else { break };
+            let n = (items.len() - done).min(self.burst);
+            // SAFETY: the unit is exclusively ours, `n <= burst` slots fit in
+            // it, and `items[done..done + n]` is in bounds; `T: Copy`, so the
+            // copies need no drop bookkeeping.
+            unsafe {
+                let dst = slot::<T>(unit, self.items_offset, 0);
+                (*unit).track.write(|| ptr::copy_nonoverlapping(items.as_ptr().add(done), dst, n));
+                self.publish(unit, n);
+            }
+            done += n;
+        }
+        done
+    }
+
+    /// Units this producer could fill now without waiting: its local free list
+    /// plus what the consumer has returned so far. A snapshot (the consumer may
+    /// return more right after); walks both lists, so O(units): for stats and
+    /// tests, not the data path.
+    pub fn free_units(&self) -> usize {
+        let ret = self.shared.pools[self.id as usize].ret.load(Ordering::Acquire);
+        // SAFETY: the local free list is ours. Units on the return list keep
+        // their links until this producer (the only remover) detaches them,
+        // which cannot happen during `&self`; the Acquire load makes the links
+        // written before each return push visible.
+        unsafe { chain_len(self.free) + chain_len(ret) }
+    }
+
+    /// Units in this producer's pool (its share of the queue's depth).
+    pub fn units(&self) -> usize {
+        self.shared.geo.units
+    }
+
+    /// Items per unit.
+    pub fn burst(&self) -> usize {
+        self.burst
+    }
+
+    /// This producer's index (0-based, in the order `channel` returned them).
+    pub fn id(&self) -> usize {
+        self.id as usize
+    }
+
+}
+
+// Internal helpers need no `T: Send` (the `Fill` guard's `Drop` uses them).
+impl<T> Producer<T> {
+    /// Pops a free unit: local list first, else detaches the return list.
+    #[inline]
+    fn take_unit(&mut self) -> Option<*mut Unit> {
+        if self.free.is_null() {
+            self.free = detach(&self.shared.pools[self.id as usize].ret);
+            if self.free.is_null() {
+                return None; // full
+            }
+        }
+        let unit = self.free;
+        // SAFETY: units on the local free list are valid and ours.
+        self.free = unsafe { (*unit).next.load(Ordering::Relaxed) };
+        Some(unit)
+    }
+
+    /// # Safety
+    /// `unit` is an empty unit of this producer, exclusively owned.
+    #[inline]
+    unsafe fn put_back(&mut self, unit: *mut Unit) {
+        // SAFETY: valid unit, ours (caller's contract).
+        unsafe { (*unit).next.store(self.free, Ordering::Relaxed) };
+        self.free = unit;
+    }
+
+    /// # Safety
+    /// `unit` is a unit of this producer, exclusively owned, whose first `n`
+    /// slots (`1 <= n <= burst`) hold initialised items.
+    #[inline]
+    unsafe fn publish(&mut self, unit: *mut Unit, n: usize) {
+        let seq = self.seq;
+        self.seq = seq.wrapping_add(1);
+        // SAFETY: exclusively owned unit (caller's contract); the Release CAS
+        // in `push` publishes these writes with the items.
+        unsafe {
+            (*unit).track.write(|| {
+                (*unit).count = n as u32;
+                (*unit).seq = seq;
+            });
+            push(&self.shared.head, unit);
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Consumer
+// ---------------------------------------------------------------------------
+
+/// Receiving end of a TransferQueue (exactly one). `Send`, not `Sync`.
+pub struct Consumer<T> {
+    /// First unit of the local (detached, FIFO) chain, or null.
+    cur: *mut Unit,
+    /// `count` of `cur`.
+    count: usize,
+    /// Items of `cur` already handed out.
+    offset: usize,
+    items_offset: usize,
+    /// Next expected unit `seq` per producer (FIFO self-check).
+    #[cfg(any(debug_assertions, loom))]
+    expect_seq: Vec<u32>,
+    shared: Arc<Shared<T>>,
+}
+
+// SAFETY: the consumer exclusively owns its detached chain (raw pointers into
+// the arenas) and the items in it, which are `T: Send`.
+unsafe impl<T: Send> Send for Consumer<T> {}
+
+impl<T> fmt::Debug for Consumer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Consumer")
+            .field("producers", &self.shared.pools.len())
+            .field("burst", &self.shared.geo.burst)
+            .field("units_per_producer", &self.shared.geo.units)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<T: Send> Consumer<T> {
+    /// Hands up to `max` items, FIFO per producer, to `sink`; returns how many.
+    ///
+    /// A panic in `sink` loses nothing: each item is marked read before it is
+    /// handed out, and the next call carries on after it.
+    #[inline]
+    pub fn recv(&mut self, max: usize, mut sink: impl FnMut(T)) -> usize {
+        let mut got = 0;
+        while got < max && self.ready() {
+            let unit = self.cur;
+            let n = (self.count - self.offset).min(max - got);
+            for _ in 0..n {
+                // SAFETY: `offset < count`: the slot holds an initialised item
+                // of a unit we own; advancing `offset` before handing it out
+                // makes this the item's only read.
+                let item = unsafe {
+                    let s = slot::<T>(unit, self.items_offset, self.offset);
+                    (*unit).track.write(|| ptr::read(s))
+                };
+                self.offset += 1;
+                sink(item);
+            }
+            got += n;
+            if self.offset == self.count {
+                self.retire();
+            }
+        }
+        got
+    }
+
+    /// Copies up to `out.len()` items, FIFO per producer, into `out`; returns
+    /// how many (a prefix of `out`).
+    #[inline]
+    pub fn recv_slice(&mut self, out: &mut [T]) -> usize
+    where
+        T: Copy,
+    {
+        let mut got = 0;
+        while got < out.len() && self.ready() {
+            let unit = self.cur;
+            let n = (self.count - self.offset).min(out.len() - got);
+            // SAFETY: slots `offset..offset + n` hold initialised items of a
+            // unit we own; `out[got..got + n]` is in bounds; `T: Copy`.
+            unsafe {
+                let src = slot::<T>(unit, self.items_offset, self.offset);
+                (*unit)
+                    .track
+                    .write(|| ptr::copy_nonoverlapping(src, out.as_mut_ptr().add(got), n));
+            }
+            self.offset += n;
+            got += n;
+            if self.offset == self.count {
+                self.retire();
+            }
+        }
+        got
+    }
+
+    /// True when nothing is waiting: the local chain is spent and the published
+    /// list was empty at an Acquire load. A snapshot: a producer may publish
+    /// right after.
+    pub fn is_empty(&self) -> bool {
+        (self.cur.is_null() || self.offset >= self.count)
+            && self.shared.head.load(Ordering::Acquire).is_null()
+    }
+
+    /// Number of producers feeding this consumer.
+    pub fn producers(&self) -> usize {
+        self.shared.pools.len()
+    }
+
+    /// Items per unit.
+    pub fn burst(&self) -> usize {
+        self.shared.geo.burst
+    }
+
+}
+
+// Internal helpers need no `T: Send` (so `Drop` can use them); a consumer can
+// only be built through `channel`/`sharded`, which require it.
+impl<T> Consumer<T> {
+    /// Makes `cur` a unit with unread items, detaching the published list when
+    /// the local chain is spent. False when nothing is available.
+    #[inline]
+    fn ready(&mut self) -> bool {
+        loop {
+            if !self.cur.is_null() {
+                if self.offset < self.count {
+                    return true;
+                }
+                self.retire(); // spent (e.g. after a panic in a sink)
+                continue;
+            }
+            let list = detach(&self.shared.head);
+            if list.is_null() {
+                return false;
+            }
+            // SAFETY: the detached chain is now exclusively ours.
+            self.cur = unsafe { reverse(list) };
+            self.enter();
+        }
+    }
+
+    /// Loads the header of the new `cur` (non-null).
+    #[inline]
+    fn enter(&mut self) {
+        let unit = self.cur;
+        // SAFETY: `cur` is a valid unit of our chain; its header was published
+        // with it.
+        let (count, _seq, _producer) =
+            unsafe { (*unit).track.read(|| ((*unit).count, (*unit).seq, (*unit).producer)) };
+        #[cfg(any(debug_assertions, loom))]
+        {
+            let expect = &mut self.expect_seq[_producer as usize];
+            assert_eq!(_seq, *expect, "TransferQueue: unit out of order for producer {_producer}");
+            *expect = expect.wrapping_add(1);
+        }
+        self.count = count as usize;
+        self.offset = 0;
+    }
+
+    /// Returns `cur` (all its items handed out or dropped) to its producer and
+    /// moves to the next unit of the chain.
+    #[inline]
+    fn retire(&mut self) {
+        let unit = self.cur;
+        // SAFETY: `cur` is a valid unit of our chain: read its link and owner
+        // before giving it away.
+        let (next, producer) = unsafe {
+            ((*unit).next.load(Ordering::Relaxed), (*unit).track.read(|| (*unit).producer))
+        };
+        // SAFETY: the unit is ours and holds no live item any more; the
+        // Release push orders our reads before the producer's refill.
+        unsafe { push(&self.shared.pools[producer as usize].ret, unit) };
+        self.cur = next;
+        if next.is_null() {
+            self.count = 0;
+            self.offset = 0;
+        } else {
+            self.enter();
+        }
+    }
+
+    /// Drops the unread items of the local chain and returns its units.
+    fn drop_chain(&mut self) {
+        while !self.cur.is_null() {
+            let unit = self.cur;
+            let (from, n) = (self.offset, self.count - self.offset);
+            self.offset = self.count; // mark read before dropping
+            // SAFETY: slots `from..count` hold initialised items of our unit
+            // that nobody else will read or drop (offset already advanced).
+            unsafe {
+                let s = slot::<T>(unit, self.items_offset, from);
+                (*unit).track.write(|| ptr::drop_in_place(ptr::slice_from_raw_parts_mut(s, n)));
+            }
+            self.retire();
+        }
+    }
+}
+
+impl<T> Drop for Consumer<T> {
+    fn drop(&mut self) {
+        self.drop_chain();
+        // What is published now: drop it too, so producers get their units
+        // back; anything published later is dropped with the last handle.
+        let list = detach(&self.shared.head);
+        if !list.is_null() {
+            // SAFETY: the detached chain is now exclusively ours.
+            self.cur = unsafe { reverse(list) };
+            self.enter();
+            self.drop_chain();
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Sharded consumer
+// ---------------------------------------------------------------------------
+
+/// Sharded topology: one single-producer queue per producer->consumer pair;
+/// the consumer polls its queues round-robin. The starting queue rotates on
+/// every call, so no shard is favoured; FIFO per producer as for
+/// [`Consumer`].
+pub struct ShardedConsumer<T> {
+    shards: Vec<Consumer<T>>,
+    next: usize,
+}
+
+impl<T> fmt::Debug for ShardedConsumer<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShardedConsumer").field("shards", &self.shards.len()).finish()
+    }
+}
+
+impl<T: Send> ShardedConsumer<T> {
+    /// Polls `shards` round-robin.
+    pub fn new(shards: Vec<Consumer<T>>) -> Self {
+        ShardedConsumer { shards, next: 0 }
+    }
+
+    /// Hands up to `max` items to `sink`, visiting every shard at most once
+    /// per call, starting one shard later than the previous call.
+    #[inline]
+    pub fn recv(&mut self, max: usize, mut sink: impl FnMut(T)) -> usize {
+        let start = self.rotate();
+        let len = self.shards.len();
+        let mut got = 0;
+        let mut i = start;
+        for _ in 0..len {
+            if got >= max {
+                break;
+            }
+            got += self.shards[i].recv(max - got, &mut sink);
+            i = if i + 1 == len { 0 } else { i + 1 };
+        }
+        got
+    }
+
+    /// Copies up to `out.len()` items into `out` (a prefix), round-robin as
+    /// [`recv`](Self::recv).
+    #[inline]
+    pub fn recv_slice(&mut self, out: &mut [T]) -> usize
+    where
+        T: Copy,
+    {
+        let start = self.rotate();
+        let len = self.shards.len();
+        let mut got = 0;
+        let mut i = start;
+        for _ in 0..len {
+            if got >= out.len() {
+                break;
+            }
+            got += self.shards[i].recv_slice(&mut out[got..]);
+            i = if i + 1 == len { 0 } else { i + 1 };
+        }
+        got
+    }
+
+    /// True when every shard is empty (per-shard snapshots, see
+    /// [`Consumer::is_empty`]).
+    pub fn is_empty(&self) -> bool {
+        self.shards.iter().all(Consumer::is_empty)
+    }
+
+    /// The shards, in the order given to `new`.
+    pub fn shards(&self) -> &[Consumer<T>] {
+        &self.shards
+    }
+
+    #[inline]
+    fn rotate(&mut self) -> usize {
+        let start = self.next;
+        self.next = if start + 1 >= self.shards.len() { 0 } else { start + 1 };
+        start
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Backend-neutral traits
+// ---------------------------------------------------------------------------
+
+/// Sending side of a burst queue; implemented by [`Producer`] and by the
+/// forwarder's `rte_ring` wrapper, so the backend is chosen by value.
+pub trait BurstSender<T: Copy>: Send {
+    /// Enqueues a prefix of `items`; returns its length (less than
+    /// `items.len()` when the queue is full).
+    fn send_burst(&mut self, items: &[T]) -> usize;
+}
+
+/// Receiving side of a burst queue; implemented by [`Consumer`],
+/// [`ShardedConsumer`] and the forwarder's `rte_ring` wrapper.
+pub trait BurstReceiver<T: Copy>: Send {
+    /// Dequeues up to `out.len()` items into a prefix of `out`; returns how many.
+    fn recv_burst(&mut self, out: &mut [T]) -> usize;
+    /// Snapshot: nothing waiting right now.
+    fn is_empty(&self) -> bool;
+}
+
+impl<T: Copy + Send> BurstSender<T> for Producer<T> {
+    #[inline]
+    fn send_burst(&mut self, items: &[T]) -> usize {
+        self.send_slice(items)
+    }
+}
+
+impl<T: Copy + Send> BurstReceiver<T> for Consumer<T> {
+    #[inline]
+    fn recv_burst(&mut self, out: &mut [T]) -> usize {
+        self.recv_slice(out)
+    }
+    fn is_empty(&self) -> bool {
+        Consumer::is_empty(self)
+    }
+}
+
+impl<T: Copy + Send> BurstReceiver<T> for ShardedConsumer<T> {
+    #[inline]
+    fn recv_burst(&mut self, out: &mut [T]) -> usize {
+        self.recv_slice(out)
+    }
+    fn is_empty(&self) -> bool {
+        ShardedConsumer::is_empty(self)
+    }
+}

@@ -1,0 +1,721 @@
+//! Unit, stress and drop-accounting tests for the TransferQueue (std threads;
+//! also run under Miri with reduced counts).
+
+use super::*;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering as O};
+use std::sync::{Arc as StdArc, Mutex};
+use std::thread;
+
+fn mem() -> StdArc<dyn UnitMemory> {
+    StdArc::new(GlobalMemory)
+}
+
+fn drain_all<T: Send>(rx: &mut Consumer<T>) -> Vec<T> {
+    let mut out = Vec::new();
+    while rx.recv(usize::MAX, |x| out.push(x)) > 0 {}
+    out
+}
+
+/// Memory provider that counts live allocations and bytes, and can be told to
+/// fail after a number of allocations.
+#[derive(Default)]
+struct CountingMemory {
+    live: AtomicUsize,
+    allocs: AtomicUsize,
+    fail_after: Option<usize>,
+    layouts: Mutex<HashMap<usize, Layout>>,
+}
+
+impl UnitMemory for CountingMemory {
+    fn alloc_zeroed(&self, layout: Layout) -> Option<NonNull<u8>> {
+        let n = self.allocs.fetch_add(1, O::SeqCst);
+        if self.fail_after.is_some_and(|f| n >= f) {
+            return None;
+        }
+        let p = GlobalMemory.alloc_zeroed(layout)?;
+        // zeroed, as promised
+        // SAFETY: fresh allocation of layout.size() bytes.
+        let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), layout.size()) };
+        assert!(bytes.iter().all(|&b| b == 0));
+        assert_eq!(p.as_ptr() as usize % layout.align(), 0);
+        self.layouts.lock().unwrap().insert(p.as_ptr() as usize, layout);
+        self.live.fetch_add(1, O::SeqCst);
+        Some(p)
+    }
+    unsafe fn free(&self, ptr: NonNull<u8>, layout: Layout) {
+        let l = self.layouts.lock().unwrap().remove(&(ptr.as_ptr() as usize));
+        assert_eq!(l, Some(layout), "free of unknown pointer or wrong layout");
+        self.live.fetch_sub(1, O::SeqCst);
+        // SAFETY: came from GlobalMemory.alloc_zeroed(layout).
+        unsafe { GlobalMemory.free(ptr, layout) }
+    }
+}
+
+// ---------------------------------------------------------------- basics ----
+
+#[test]
+fn single_producer_fifo() {
+    let (mut txs, mut rx) = channel::<u32>(1, 64, 4, mem()).unwrap();
+    let tx = &mut txs[0];
+    assert!(rx.is_empty());
+    assert_eq!(rx.recv(10, |_| panic!("nothing to receive")), 0);
+    let items: Vec<u32> = (0..30).collect();
+    assert_eq!(tx.send(&mut items.iter().copied()), 30);
+    assert!(!rx.is_empty());
+    assert_eq!(drain_all(&mut rx), items);
+    assert!(rx.is_empty());
+    // Interleaved sends and receives keep order.
+    let mut next_in = 0u32;
+    let mut next_out = 0u32;
+    for round in 0..50u32 {
+        let k = round % 7 + 1;
+        let sent = tx.send(&mut (next_in..next_in + k));
+        next_in += sent as u32;
+        rx.recv((round % 5) as usize, |x| {
+            assert_eq!(x, next_out);
+            next_out += 1;
+        });
+    }
+    rx.recv(usize::MAX, |x| {
+        assert_eq!(x, next_out);
+        next_out += 1;
+    });
+    assert_eq!(next_out, next_in);
+}
+
+#[test]
+fn burst_split_across_recv_calls() {
+    let (mut txs, mut rx) = channel::<u64>(1, 64, 8, mem()).unwrap();
+    assert_eq!(txs[0].send_slice(&(0..8).collect::<Vec<u64>>()), 8); // exactly one unit
+    let mut got = Vec::new();
+    assert_eq!(rx.recv(3, |x| got.push(x)), 3);
+    assert_eq!(got, [0, 1, 2]);
+    // the partially read unit is still owned by the consumer
+    assert_eq!(txs[0].free_units(), txs[0].units() - 1);
+    assert!(!rx.is_empty());
+    let mut out = [0u64; 4];
+    assert_eq!(rx.recv_slice(&mut out), 4);
+    assert_eq!(out, [3, 4, 5, 6]);
+    assert_eq!(rx.recv(1, |x| got.push(x)), 1);
+    assert_eq!(got, [0, 1, 2, 7]);
+    // unit handed back as soon as its last item left
+    assert_eq!(txs[0].free_units(), txs[0].units());
+    assert!(rx.is_empty());
+    assert_eq!(rx.recv_slice(&mut out), 0);
+}
+
+#[test]
+fn recv_spans_several_units_and_max_zero() {
+    let (mut txs, mut rx) = channel::<u16>(1, 64, 3, mem()).unwrap();
+    assert_eq!(txs[0].send_slice(&[1, 2, 3, 4, 5, 6, 7]), 7); // units 3+3+1
+    assert_eq!(rx.recv(0, |_| unreachable!()), 0);
+    let mut out = [0u16; 5];
+    assert_eq!(rx.recv_slice(&mut out), 5);
+    assert_eq!(out, [1, 2, 3, 4, 5]);
+    assert_eq!(rx.recv_slice(&mut out), 2);
+    assert_eq!(&out[..2], &[6, 7]);
+}
+
+#[test]
+fn full_queue_hands_items_back() {
+    // depth 8, burst 2, 1 producer -> 4 units -> 8 items.
+    let (mut txs, mut rx) = channel::<String>(1, 8, 2, mem()).unwrap();
+    let tx = &mut txs[0];
+    assert_eq!(tx.units(), 4);
+    let mut it = (0..11).map(|i| i.to_string());
+    assert_eq!(tx.send(&mut it), 8);
+    // The rest were not pulled: still in the iterator, intact.
+    assert_eq!(it.collect::<Vec<_>>(), ["8", "9", "10"]);
+    assert_eq!(tx.free_units(), 0);
+    assert_eq!(tx.send(&mut std::iter::once("x".to_string())), 0);
+
+    // send_slice accepts a prefix.
+    let (mut txs2, mut rx2) = channel::<u8>(1, 4, 2, mem()).unwrap();
+    let items = [1u8, 2, 3, 4, 5, 6];
+    assert_eq!(txs2[0].send_slice(&items), 4);
+    assert_eq!(txs2[0].send_slice(&items[4..]), 0);
+    let mut out = [0u8; 8];
+    assert_eq!(rx2.recv_slice(&mut out), 4);
+    assert_eq!(&out[..4], &items[..4]);
+    assert_eq!(txs2[0].send_slice(&items[4..]), 2);
+    assert_eq!(rx2.recv_slice(&mut out), 2);
+    assert_eq!(&out[..2], &[5, 6]);
+
+    // Freeing one unit makes room for exactly one more burst.
+    let mut got = Vec::new();
+    assert_eq!(rx.recv(2, |x| got.push(x)), 2);
+    assert_eq!(got, ["0", "1"]);
+    let mut it = ["a", "b", "c"].into_iter().map(String::from);
+    assert_eq!(tx.send(&mut it), 2);
+    assert_eq!(it.next().as_deref(), Some("c"));
+    let rest = drain_all(&mut rx);
+    assert_eq!(rest, ["2", "3", "4", "5", "6", "7", "a", "b"]);
+}
+
+#[test]
+fn partial_unit_then_exhausted_iterator_keeps_unit() {
+    let (mut txs, mut rx) = channel::<u32>(1, 16, 4, mem()).unwrap();
+    let tx = &mut txs[0];
+    assert_eq!(tx.send(&mut std::iter::empty()), 0);
+    assert_eq!(tx.free_units(), 4); // unit taken and put back
+    assert_eq!(tx.send(&mut (0..4)), 4); // exactly one unit; the probe for more puts one back
+    assert_eq!(tx.free_units(), 3);
+    assert_eq!(tx.send(&mut (4..5)), 1);
+    assert_eq!(tx.free_units(), 2);
+    assert_eq!(drain_all(&mut rx), [0, 1, 2, 3, 4]);
+    assert_eq!(tx.free_units(), 4);
+}
+
+#[test]
+fn unit_return_and_reuse_many_cycles() {
+    let (mut txs, mut rx) = channel::<u64>(1, 4, 2, mem()).unwrap();
+    let tx = &mut txs[0];
+    assert_eq!(tx.units(), 2);
+    let cycles = if cfg!(miri) { 200 } else { 20_000 };
+    let mut next_in = 0u64;
+    let mut next_out = 0u64;
+    for c in 0..cycles {
+        // fill up completely, then drain a varying amount
+        next_in += tx.send(&mut (next_in..)) as u64;
+        assert_eq!(tx.free_units(), 0);
+        // a partially read unit stays with the consumer: 3 or 4 items inside
+        let inside = next_in - next_out;
+        assert!(inside == 4 || (inside == 3 && next_out % 2 == 1), "{inside} inside");
+        let want = c % 4 + 1;
+        rx.recv(want, |x| {
+            assert_eq!(x, next_out);
+            next_out += 1;
+        });
+    }
+    rx.recv(usize::MAX, |x| {
+        assert_eq!(x, next_out);
+        next_out += 1;
+    });
+    assert_eq!(next_in, next_out);
+    assert_eq!(tx.free_units(), tx.units());
+}
+
+#[test]
+fn validation_errors() {
+    let e = channel::<u8>(1, 16, 0, mem()).unwrap_err();
+    assert!(matches!(e, QueueError::BadBurst(0)), "{e:?}");
+    let e = channel::<u8>(1, 16, MAX_BURST + 1, mem()).unwrap_err();
+    assert!(matches!(e, QueueError::BadBurst(257)), "{e:?}");
+    assert!(e.to_string().contains("1..=256"), "{e}");
+    assert!(channel::<u8>(1, 1024, MAX_BURST, mem()).is_ok());
+    assert!(channel::<u8>(1, 1024, 1, mem()).is_ok());
+    for d in [0usize, 3, 6, 1000, 4097] {
+        let e = channel::<u8>(1, d, 4, mem()).unwrap_err();
+        assert!(matches!(e, QueueError::BadDepth(x) if x == d), "{e:?}");
+        assert!(e.to_string().contains("power of two"), "{e}");
+    }
+    for d in [1usize, 2, 4, 4096] {
+        assert!(channel::<u8>(1, d, 4, mem()).is_ok());
+    }
+    let e = channel::<u8>(0, 16, 4, mem()).unwrap_err();
+    assert!(matches!(e, QueueError::NoProducers), "{e:?}");
+    assert!(e.to_string().contains("producers >= 1"));
+    assert!(matches!(sharded::<u8>(0, 16, 4, mem()).unwrap_err(), QueueError::NoProducers));
+    assert!(matches!(sharded::<u8>(2, 15, 4, mem()).unwrap_err(), QueueError::BadDepth(15)));
+    // Errors are std errors.
+    let _: Box<dyn std::error::Error> = Box::new(QueueError::OutOfMemory { bytes: 1 });
+}
+
+#[test]
+fn out_of_memory_frees_partial_arenas() {
+    let cm = StdArc::new(CountingMemory { fail_after: Some(2), ..Default::default() });
+    let e = channel::<u64>(3, 1024, 32, cm.clone()).unwrap_err();
+    let want = queue_bytes::<u64>(3, 1024, 32);
+    assert!(matches!(e, QueueError::OutOfMemory { bytes } if bytes == want), "{e:?}");
+    assert!(e.to_string().contains("bytes"));
+    assert_eq!(cm.live.load(O::SeqCst), 0, "arenas of earlier producers must be freed");
+    assert_eq!(cm.allocs.load(O::SeqCst), 3);
+}
+
+#[test]
+fn units_per_producer_formula() {
+    assert_eq!(units_per_producer(1, 4096, 32), 128);
+    assert_eq!(units_per_producer(4, 16384, 32), 128);
+    assert_eq!(units_per_producer(3, 4096, 32), 42); // 4096/32 = 128, /3 = 42
+    assert_eq!(units_per_producer(3, 4, 2), 1); // at least one unit
+    assert_eq!(units_per_producer(1, 1, 256), 1);
+    assert_eq!(units_per_producer(2, 8, 1), 4);
+    assert_eq!(units_per_producer(0, 8, 0), 8); // zeros treated as 1
+    for (p, d, b) in [(1, 4096, 32), (3, 4096, 32), (3, 4, 2), (2, 8, 1), (5, 1024, 7)] {
+        let (txs, _rx) = channel::<u32>(p, d, b, mem()).unwrap();
+        assert_eq!(txs.len(), p);
+        for tx in &txs {
+            assert_eq!(tx.units(), units_per_producer(p, d, b));
+            assert_eq!(tx.free_units(), tx.units());
+            assert_eq!(tx.burst(), b);
+        }
+        // a producer can actually hold units*burst items
+        let (mut txs, _rx) = channel::<u32>(p, d, b, mem()).unwrap();
+        let cap = txs[0].units() * b;
+        assert_eq!(txs[0].send(&mut (0..).map(|x| x as u32)), cap);
+    }
+}
+
+#[test]
+fn geometry_and_footprint() {
+    // 24-byte header + 8-byte pointers.
+    assert_eq!(unit_stride::<*mut u8>(5), 64);
+    assert_eq!(unit_stride::<*mut u8>(32), 320);
+    assert_eq!(unit_stride::<*mut u8>(1), 64);
+    assert_eq!(unit_stride::<u8>(40), 64);
+    assert_eq!(unit_stride::<u8>(41), 128);
+    assert_eq!(queue_bytes::<*mut u8>(4, 16384, 32), 4 * 128 * 320);
+    #[repr(align(128))]
+    #[derive(Clone, Copy, PartialEq, Debug)]
+    struct Big(u8);
+    assert_eq!(unit_stride::<Big>(1), 256);
+    let (mut txs, mut rx) = channel::<Big>(1, 4, 2, mem()).unwrap();
+    assert_eq!(txs[0].send_slice(&[Big(1), Big(2), Big(3)]), 3);
+    let mut out = [Big(0); 3];
+    assert_eq!(rx.recv_slice(&mut out), 3);
+    assert_eq!(out, [Big(1), Big(2), Big(3)]);
+    // zero-sized items
+    let (mut txs, mut rx) = channel::<()>(1, 8, 4, mem()).unwrap();
+    assert_eq!(txs[0].send(&mut std::iter::repeat(())), 8);
+    assert_eq!(rx.recv(100, |()| {}), 8);
+}
+
+#[test]
+fn arenas_come_from_and_return_to_provider() {
+    let cm = StdArc::new(CountingMemory::default());
+    {
+        let (mut txs, mut rx) = channel::<u64>(3, 64, 4, cm.clone()).unwrap();
+        assert_eq!(cm.live.load(O::SeqCst), 3);
+        txs[1].send_slice(&[1, 2, 3]);
+        let mut out = [0; 1];
+        rx.recv_slice(&mut out);
+        drop(rx);
+        assert_eq!(cm.live.load(O::SeqCst), 3);
+        drop(txs);
+    }
+    assert_eq!(cm.live.load(O::SeqCst), 0);
+    let (txs, rx) = sharded::<u64>(2, 64, 4, cm.clone()).unwrap();
+    assert_eq!(cm.live.load(O::SeqCst), 2);
+    drop(rx);
+    drop(txs);
+    assert_eq!(cm.live.load(O::SeqCst), 0);
+}
+
+#[test]
+fn several_producers_fifo_each_single_thread() {
+    let (mut txs, mut rx) = channel::<(usize, u32)>(3, 64, 2, mem()).unwrap();
+    for round in 0..5u32 {
+        for (p, tx) in txs.iter_mut().enumerate() {
+            tx.send(&mut (0..3).map(|i| (p, round * 3 + i)));
+        }
+    }
+    let mut next = [0u32; 3];
+    let got = rx.recv(usize::MAX, |(p, s)| {
+        assert_eq!(s, next[p]);
+        next[p] += 1;
+    });
+    assert_eq!(got, 45);
+    assert_eq!(next, [15, 15, 15]);
+    for tx in &txs {
+        assert_eq!(tx.free_units(), tx.units());
+        assert_eq!(tx.id(), txs.iter().position(|t| core::ptr::eq(t, tx)).unwrap());
+    }
+    assert_eq!(rx.producers(), 3);
+}
+
+#[test]
+fn traits_switch_backend_by_value() {
+    let (txs, rx) = channel::<u32>(1, 16, 4, mem()).unwrap();
+    let mut tx: Box<dyn BurstSender<u32>> = Box::new(txs.into_iter().next().unwrap());
+    let mut rx: Box<dyn BurstReceiver<u32>> = Box::new(rx);
+    assert!(rx.is_empty());
+    assert_eq!(tx.send_burst(&[1, 2, 3, 4, 5, 6]), 6);
+    assert!(!rx.is_empty());
+    let mut out = [0; 10];
+    assert_eq!(rx.recv_burst(&mut out), 6);
+    assert_eq!(&out[..6], &[1, 2, 3, 4, 5, 6]);
+
+    let (txs, srx) = sharded::<u32>(2, 16, 4, mem()).unwrap();
+    let mut txs: Vec<Box<dyn BurstSender<u32>>> =
+        txs.into_iter().map(|t| Box::new(t) as Box<dyn BurstSender<u32>>).collect();
+    let mut srx: Box<dyn BurstReceiver<u32>> = Box::new(srx);
+    assert_eq!(txs[0].send_burst(&[10, 11]), 2);
+    assert_eq!(txs[1].send_burst(&[20, 21]), 2);
+    assert_eq!(srx.recv_burst(&mut out), 4);
+    assert!(srx.is_empty());
+}
+
+#[test]
+fn handles_are_send() {
+    fn is_send<X: Send>() {}
+    struct P(#[allow(dead_code)] *mut u8);
+    // SAFETY: test marker type, never dereferenced.
+    unsafe impl Send for P {}
+    is_send::<Producer<P>>();
+    is_send::<Consumer<P>>();
+    is_send::<ShardedConsumer<P>>();
+    is_send::<Producer<std::cell::Cell<u8>>>(); // Send but not Sync items are fine
+    is_send::<Consumer<std::cell::Cell<u8>>>();
+}
+
+#[test]
+fn sharded_round_robin_is_fair_and_fifo() {
+    let (mut txs, mut rx) = sharded::<(usize, u32)>(3, 256, 4, mem()).unwrap();
+    assert_eq!(rx.shards().len(), 3);
+    assert_eq!(txs[0].units(), units_per_producer(3, 256, 4));
+    for (p, tx) in txs.iter_mut().enumerate() {
+        assert_eq!(tx.send(&mut (0..20).map(|i| (p, i))), 20);
+    }
+    // Each call starts one shard later: with max = 1 the shards alternate.
+    let mut first = Vec::new();
+    for _ in 0..6 {
+        rx.recv(1, |(p, _)| first.push(p));
+    }
+    assert_eq!(first, [0, 1, 2, 0, 1, 2]);
+    let mut next = [2u32, 2, 2];
+    let mut out = [(0usize, 0u32); 7];
+    loop {
+        let n = rx.recv_slice(&mut out);
+        if n == 0 {
+            break;
+        }
+        for &(p, s) in &out[..n] {
+            assert_eq!(s, next[p]);
+            next[p] += 1;
+        }
+    }
+    assert_eq!(next, [20, 20, 20]);
+    assert!(rx.is_empty());
+    // empty sharded consumer
+    let mut none = ShardedConsumer::<u8>::new(Vec::new());
+    assert_eq!(none.recv(4, |_| {}), 0);
+    assert!(none.is_empty());
+}
+
+#[test]
+fn sink_panic_loses_nothing() {
+    let (mut txs, mut rx) = channel::<String>(1, 16, 4, mem()).unwrap();
+    txs[0].send(&mut (0..6).map(|i| i.to_string()));
+    let mut got = Vec::new();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rx.recv(10, |s| {
+            if s == "2" {
+                panic!("sink failed");
+            }
+            got.push(s);
+        })
+    }));
+    assert!(r.is_err());
+    assert_eq!(got, ["0", "1"]); // "2" was handed to the sink (and dropped by it)
+    rx.recv(10, |s| got.push(s));
+    assert_eq!(got, ["0", "1", "3", "4", "5"]);
+    assert_eq!(txs[0].free_units(), txs[0].units());
+
+    // panic on the last item of a unit: the spent unit is retired later
+    txs[0].send(&mut (0..4).map(|i| i.to_string()));
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        rx.recv(10, |s| assert_ne!(s, "3"))
+    }));
+    assert!(r.is_err());
+    assert!(rx.is_empty());
+    assert_eq!(rx.recv(10, |_| unreachable!()), 0);
+    assert_eq!(txs[0].free_units(), txs[0].units());
+}
+
+#[test]
+fn iterator_panic_publishes_taken_items() {
+    let (mut txs, mut rx) = channel::<u32>(1, 16, 4, mem()).unwrap();
+    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        txs[0].send(&mut (0..10).map(|i| if i == 6 { panic!("source failed") } else { i }))
+    }));
+    assert!(r.is_err());
+    assert_eq!(drain_all(&mut rx), [0, 1, 2, 3, 4, 5]);
+    assert_eq!(txs[0].free_units(), txs[0].units());
+    // sequence numbers continue (the consumer checks them in debug builds)
+    txs[0].send(&mut (0..3));
+    assert_eq!(drain_all(&mut rx), [0, 1, 2]);
+}
+
+// --------------------------------------------------------- drop counting ----
+
+/// Item that records its creation and drop; each id may exist at most once.
+struct Tracked {
+    id: usize,
+    log: StdArc<DropLog>,
+}
+
+struct DropLog {
+    created: Vec<AtomicUsize>,
+    dropped: Vec<AtomicUsize>,
+}
+
+impl DropLog {
+    fn new(n: usize) -> StdArc<DropLog> {
+        let v = || (0..n).map(|_| AtomicUsize::new(0)).collect();
+        StdArc::new(DropLog { created: v(), dropped: v() })
+    }
+    fn make(self: &StdArc<Self>, id: usize) -> Tracked {
+        assert_eq!(self.created[id].fetch_add(1, O::SeqCst), 0, "item {id} created twice");
+        Tracked { id, log: self.clone() }
+    }
+    fn created(&self) -> usize {
+        self.created.iter().map(|c| c.load(O::SeqCst)).sum()
+    }
+    fn dropped(&self) -> usize {
+        self.dropped.iter().map(|c| c.load(O::SeqCst)).sum()
+    }
+    /// Every item created was dropped exactly once.
+    fn assert_balanced(&self) {
+        for i in 0..self.created.len() {
+            let (c, d) = (self.created[i].load(O::SeqCst), self.dropped[i].load(O::SeqCst));
+            assert_eq!(c, d, "item {i}: created {c} times, dropped {d} times");
+        }
+    }
+}
+
+impl Drop for Tracked {
+    fn drop(&mut self) {
+        let before = self.log.dropped[self.id].fetch_add(1, O::SeqCst);
+        assert_eq!(before, 0, "item {} dropped twice", self.id);
+    }
+}
+
+fn tracked(log: &StdArc<DropLog>, ids: std::ops::Range<usize>) -> impl Iterator<Item = Tracked> + '_ {
+    ids.map(move |id| log.make(id))
+}
+
+#[test]
+fn drop_with_items_published_detached_and_partially_read() {
+    // Teardown orders: consumer first, then producers; and the reverse.
+    for consumer_first in [true, false] {
+        let log = DropLog::new(80);
+        let cm = StdArc::new(CountingMemory::default());
+        let (mut txs, mut rx) = channel::<Tracked>(2, 64, 4, cm.clone()).unwrap();
+        assert_eq!(txs[0].units(), 8);
+        // 0..10 from producer 0 -> units [0..4][4..8][8..10]
+        assert_eq!(txs[0].send(&mut tracked(&log, 0..10)), 10);
+        // 10..16 from producer 1
+        assert_eq!(txs[1].send(&mut tracked(&log, 10..16)), 6);
+        // Read 6 items: detaches everything; one unit is left partially read,
+        // the ones after it detached but unread.
+        let mut seen = Vec::new();
+        assert_eq!(rx.recv(6, |t| seen.push(t.id)), 6);
+        assert_eq!(log.dropped(), 6); // handed-out items were dropped by the sink
+        // Published after the detach: still on the head list.
+        assert_eq!(txs[1].send(&mut tracked(&log, 16..24)), 8);
+        assert_eq!(txs[0].send(&mut tracked(&log, 24..30)), 6);
+        assert_eq!(log.created(), 30);
+        if consumer_first {
+            drop(rx);
+            // Everything inside was dropped with the consumer...
+            assert_eq!(log.dropped(), 30);
+            // ... and its units went back: producers may keep sending into a
+            // queue nobody reads, until it is full.
+            assert_eq!(txs[0].send(&mut tracked(&log, 30..80)), 32);
+            assert_eq!(txs[0].send(&mut tracked(&log, 62..80)), 0);
+            assert_eq!(log.created(), 62);
+            drop(txs);
+        } else {
+            // 3 units on the local free list + 1 returned by the consumer.
+            assert_eq!(txs[0].send(&mut tracked(&log, 30..80)), 16);
+            drop(txs);
+            assert_eq!(log.created(), 46);
+            assert!(log.dropped() < 46);
+            drop(rx);
+        }
+        log.assert_balanced();
+        assert_eq!(cm.live.load(O::SeqCst), 0, "every arena freed");
+    }
+}
+
+#[test]
+fn drop_last_handle_is_producer_with_only_published_items() {
+    let log = DropLog::new(16);
+    let (mut txs, rx) = channel::<Tracked>(1, 16, 4, mem()).unwrap();
+    drop(rx); // nothing inside yet
+    assert_eq!(txs[0].send(&mut tracked(&log, 0..16)), 16);
+    assert_eq!(log.dropped(), 0);
+    drop(txs);
+    assert_eq!(log.dropped(), 16);
+    log.assert_balanced();
+}
+
+#[test]
+fn drop_counting_under_threads() {
+    use std::sync::atomic::AtomicBool;
+    let n = if cfg!(miri) { 200 } else { 20_000 };
+    let log = DropLog::new(2 * n);
+    let stop = StdArc::new(AtomicBool::new(false));
+    let (txs, mut rx) = channel::<Tracked>(2, 16, 4, mem()).unwrap();
+    let handles: Vec<_> = txs
+        .into_iter()
+        .enumerate()
+        .map(|(p, mut tx)| {
+            let log = log.clone();
+            let stop = stop.clone();
+            thread::spawn(move || {
+                let mut it = tracked(&log, p * n..(p + 1) * n).peekable();
+                while it.peek().is_some() {
+                    if tx.send(&mut it) == 0 {
+                        if stop.load(O::SeqCst) {
+                            break; // nobody reads any more
+                        }
+                        thread::yield_now();
+                    }
+                }
+            })
+        })
+        .collect();
+    // Read about half, then drop the consumer while producers still run.
+    let mut got = 0;
+    while got < n {
+        got += rx.recv(7, drop);
+    }
+    drop(rx);
+    stop.store(true, O::SeqCst);
+    for h in handles {
+        h.join().unwrap();
+    }
+    assert!(log.created() >= n);
+    log.assert_balanced();
+}
+
+// ----------------------------------------------------------------- stress ----
+
+fn stress_mpsc(producers: usize, per_producer: u32, depth: usize, burst: usize, use_slice: bool) {
+    let (txs, mut rx) = channel::<(u32, u32)>(producers, depth, burst, mem()).unwrap();
+    let handles: Vec<_> = txs
+        .into_iter()
+        .enumerate()
+        .map(|(p, mut tx)| {
+            thread::spawn(move || {
+                let p = p as u32;
+                let mut next = 0u32;
+                let mut buf = Vec::with_capacity(burst * 3);
+                while next < per_producer {
+                    if use_slice {
+                        buf.clear();
+                        let k = ((next % 3) as usize + 1) * burst - 1;
+                        buf.extend((next..per_producer.min(next + k as u32)).map(|s| (p, s)));
+                        let n = tx.send_slice(&buf);
+                        next += n as u32;
+                        if n == 0 {
+                            thread::yield_now();
+                        }
+                    } else {
+                        let end = per_producer.min(next + (next % 97) + 1);
+                        let mut it = (next..end).map(|s| (p, s));
+                        let n = tx.send(&mut it);
+                        next += n as u32;
+                        if n == 0 {
+                            thread::yield_now();
+                        }
+                    }
+                }
+                tx
+            })
+        })
+        .collect();
+    let mut next = vec![0u32; producers];
+    let total = producers as u64 * per_producer as u64;
+    let mut got = 0u64;
+    let mut out = vec![(0u32, 0u32); burst * 2 + 1];
+    let mut idle = 0u64;
+    while got < total {
+        let n = if got & 1 == 0 {
+            let n = rx.recv_slice(&mut out);
+            for &(p, s) in &out[..n] {
+                assert_eq!(s, next[p as usize], "producer {p} out of order");
+                next[p as usize] += 1;
+            }
+            n
+        } else {
+            rx.recv((got % 13) as usize + 1, |(p, s)| {
+                assert_eq!(s, next[p as usize], "producer {p} out of order");
+                next[p as usize] += 1;
+            })
+        };
+        got += n as u64;
+        if n == 0 {
+            idle += 1;
+            thread::yield_now();
+        }
+    }
+    let txs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(next.iter().all(|&c| c == per_producer), "{next:?}");
+    assert!(rx.is_empty());
+    assert_eq!(rx.recv(usize::MAX, |_| panic!("extra item")), 0);
+    for tx in &txs {
+        assert_eq!(tx.free_units(), tx.units(), "unit lost by producer {}", tx.id());
+    }
+    let _ = idle;
+}
+
+fn per_producer() -> u32 {
+    if cfg!(miri) {
+        300
+    } else {
+        200_000
+    }
+}
+
+#[test]
+fn stress_three_producers_default_depth() {
+    stress_mpsc(3, per_producer(), 4096, 32, false);
+}
+
+#[test]
+fn stress_three_producers_slices() {
+    stress_mpsc(3, per_producer(), 1024, 8, true);
+}
+
+#[test]
+fn stress_tiny_depth_forces_full_path() {
+    // depth 4, burst 2, 3 producers -> 1 unit each: every send hits "full".
+    stress_mpsc(3, per_producer() / 4, 4, 2, false);
+    stress_mpsc(1, per_producer() / 4, 4, 2, true);
+}
+
+#[test]
+fn stress_sharded() {
+    let producers = 3;
+    let n = per_producer() / 2;
+    let (txs, mut rx) = sharded::<(u32, u32)>(producers, 16, 2, mem()).unwrap();
+    let handles: Vec<_> = txs
+        .into_iter()
+        .enumerate()
+        .map(|(p, mut tx)| {
+            thread::spawn(move || {
+                let mut next = 0u32;
+                while next < n {
+                    let k = tx.send(&mut (next..n.min(next + 5)).map(|s| (p as u32, s)));
+                    next += k as u32;
+                    if k == 0 {
+                        thread::yield_now();
+                    }
+                }
+                tx
+            })
+        })
+        .collect();
+    let mut next = vec![0u32; producers];
+    let mut got = 0u64;
+    let mut out = [(0u32, 0u32); 5];
+    while got < producers as u64 * n as u64 {
+        let k = rx.recv_slice(&mut out);
+        for &(p, s) in &out[..k] {
+            assert_eq!(s, next[p as usize]);
+            next[p as usize] += 1;
+        }
+        got += k as u64;
+        if k == 0 {
+            thread::yield_now();
+        }
+    }
+    let txs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert!(rx.is_empty());
+    for tx in &txs {
+        assert_eq!(tx.free_units(), tx.units());
+    }
+}

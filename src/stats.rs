@@ -1,0 +1,304 @@
+//! Counters and reports. Each lcore owns one [`LcoreCounters`] (128-byte
+//! aligned, written only by that lcore with relaxed single-writer updates,
+//! read by the stats thread); the main thread folds them into the periodic
+//! stats line, the final summary and the `--stats-json` document.
+//!
+//! Drop reasons are named by cause and always all reported:
+//! `runt` (frame shorter than an Ethernet header), `rx_handoff_full`
+//! (RX→worker queue full with `--on-full drop`), `worker_handoff_full`
+//! (worker→TX queue full), `tx_full` (the port's TX queue still refused
+//! after the bounded retry). Conservation: `rx = tx + Σ drops`.
+
+use crate::wire::FrameClass;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Highest port count tqfwd tracks (DPDK's RTE_MAX_ETHPORTS).
+pub const MAX_PORTS: usize = 32;
+
+/// Drop reasons, in report order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DropReason {
+    Runt,
+    RxHandoffFull,
+    WorkerHandoffFull,
+    TxFull,
+}
+
+impl DropReason {
+    pub const ALL: [DropReason; 4] = [DropReason::Runt, DropReason::RxHandoffFull, DropReason::WorkerHandoffFull, DropReason::TxFull];
+    pub fn name(self) -> &'static str {
+        match self {
+            DropReason::Runt => "runt",
+            DropReason::RxHandoffFull => "rx_handoff_full",
+            DropReason::WorkerHandoffFull => "worker_handoff_full",
+            DropReason::TxFull => "tx_full",
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// Adds `n` to a counter that only the calling lcore writes.
+#[inline]
+pub fn bump(c: &AtomicU64, n: u64) {
+    c.store(c.load(Ordering::Relaxed).wrapping_add(n), Ordering::Relaxed);
+}
+
+#[inline]
+fn get(c: &AtomicU64) -> u64 {
+    c.load(Ordering::Relaxed)
+}
+
+/// One lcore's counters, for every role it holds.
+#[repr(align(128))]
+#[derive(Default)]
+pub struct LcoreCounters {
+    /// RX role: packets received, per port (this lcore owns one RX queue on
+    /// every port).
+    pub rx_port_packets: [AtomicU64; MAX_PORTS],
+    /// Worker role: packets taken from its input queues.
+    pub worker_packets: AtomicU64,
+    /// Worker role: packets per frame class (FrameClass::index()).
+    pub worker_classes: [AtomicU64; 6],
+    /// TX role: packets taken from its input queues.
+    pub tx_in_packets: AtomicU64,
+    /// TX role: packets transmitted, per port.
+    pub tx_port_packets: [AtomicU64; MAX_PORTS],
+    /// Drops by reason (DropReason::index()).
+    pub drops: [AtomicU64; 4],
+    /// TSC at the first RX poll and at RX stop (RX role), 0 when unset.
+    pub rx_start_tsc: AtomicU64,
+    pub rx_stop_tsc: AtomicU64,
+}
+
+impl LcoreCounters {
+    #[inline]
+    pub fn count_drop(&self, reason: DropReason, n: u64) {
+        bump(&self.drops[reason.index()], n);
+    }
+
+    pub fn rx_total(&self) -> u64 {
+        self.rx_port_packets.iter().map(get).sum()
+    }
+
+    pub fn tx_total(&self) -> u64 {
+        self.tx_port_packets.iter().map(get).sum()
+    }
+
+    pub fn drops_total(&self) -> u64 {
+        self.drops.iter().map(get).sum()
+    }
+}
+
+/// Which roles an lcore holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Roles {
+    pub rx: bool,
+    pub worker: bool,
+    pub tx: bool,
+}
+
+impl Roles {
+    pub fn names(self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.rx {
+            v.push("rx");
+        }
+        if self.worker {
+            v.push("worker");
+        }
+        if self.tx {
+            v.push("tx");
+        }
+        v
+    }
+}
+
+/// A point-in-time sum over all lcores.
+#[derive(Debug, Clone, Default)]
+pub struct Totals {
+    pub rx: u64,
+    pub tx: u64,
+    pub drops: [u64; 4],
+}
+
+impl Totals {
+    pub fn collect<'a>(lcores: impl Iterator<Item = &'a LcoreCounters>) -> Totals {
+        let mut t = Totals::default();
+        for c in lcores {
+            t.rx += c.rx_total();
+            t.tx += c.tx_total();
+            for (i, d) in c.drops.iter().enumerate() {
+                t.drops[i] += get(d);
+            }
+        }
+        t
+    }
+
+    pub fn drops_total(&self) -> u64 {
+        self.drops.iter().sum()
+    }
+}
+
+/// One periodic stats line: rates since the previous snapshot, and drops.
+pub fn stats_line(elapsed_s: f64, prev: &Totals, now: &Totals, interval_s: f64) -> String {
+    let rx_mpps = (now.rx - prev.rx) as f64 / interval_s / 1e6;
+    let tx_mpps = (now.tx - prev.tx) as f64 / interval_s / 1e6;
+    let mut line = format!(
+        "[{elapsed_s:7.1}s] rx {rx_mpps:8.3} Mpps  tx {tx_mpps:8.3} Mpps  total rx {} tx {} drops {}",
+        now.rx,
+        now.tx,
+        now.drops_total()
+    );
+    for r in DropReason::ALL {
+        let d = now.drops[r.index()];
+        if d != 0 {
+            line.push_str(&format!(" {}={}", r.name(), d));
+        }
+    }
+    line
+}
+
+// ---- final report ------------------------------------------------------
+
+#[derive(Debug, Clone, Serialize)]
+pub struct PortReport {
+    pub port: u16,
+    pub name: String,
+    pub driver: String,
+    pub socket: i32,
+    pub mac: String,
+    pub peer_port: u16,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    /// Per RX queue packet counts (queue i is polled by the i-th RX lcore).
+    pub rx_queues: Vec<u64>,
+    /// The PMD's own counters, for cross-checking.
+    pub hw_ipackets: u64,
+    pub hw_opackets: u64,
+    pub hw_imissed: u64,
+    pub hw_rx_nombuf: u64,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct LcoreReport {
+    pub lcore: u32,
+    pub socket: u32,
+    pub roles: Vec<&'static str>,
+    pub rx_packets: u64,
+    pub worker_packets: u64,
+    pub tx_packets: u64,
+    pub drops: BTreeMap<&'static str, u64>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct Report {
+    pub backend: &'static str,
+    pub topology: &'static str,
+    pub on_full: &'static str,
+    pub burst: u16,
+    pub depth: u32,
+    pub duration_s: f64,
+    pub rx_packets: u64,
+    pub tx_packets: u64,
+    pub rx_mpps: f64,
+    pub tx_mpps: f64,
+    pub drops: BTreeMap<&'static str, u64>,
+    pub drops_total: u64,
+    pub classes: BTreeMap<&'static str, u64>,
+    pub mbufs_in_use: u64,
+    pub conservation_ok: bool,
+    pub ports: Vec<PortReport>,
+    pub lcores: Vec<LcoreReport>,
+    pub signal: Option<i32>,
+}
+
+/// Folds per-lcore counters into the class table.
+pub fn classes<'a>(lcores: impl Iterator<Item = &'a LcoreCounters>) -> BTreeMap<&'static str, u64> {
+    let mut m: BTreeMap<&'static str, u64> = FrameClass::ALL.iter().map(|c| (c.name(), 0)).collect();
+    for c in lcores {
+        for class in FrameClass::ALL {
+            *m.get_mut(class.name()).unwrap() += get(&c.worker_classes[class.index()]);
+        }
+    }
+    m
+}
+
+pub fn drops_map(drops: &[u64; 4]) -> BTreeMap<&'static str, u64> {
+    DropReason::ALL.iter().map(|r| (r.name(), drops[r.index()])).collect()
+}
+
+pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) -> LcoreReport {
+    let mut d = [0u64; 4];
+    for (i, x) in c.drops.iter().enumerate() {
+        d[i] = get(x);
+    }
+    LcoreReport {
+        lcore,
+        socket,
+        roles: roles.names(),
+        rx_packets: c.rx_total(),
+        worker_packets: get(&c.worker_packets),
+        tx_packets: c.tx_total(),
+        drops: drops_map(&d),
+    }
+}
+
+impl Report {
+    /// Human-readable final summary.
+    pub fn summary(&self) -> String {
+        let mut s = String::new();
+        s.push_str(&format!(
+            "tqfwd summary: backend {} topology {} burst {} depth {} on-full {}\n",
+            self.backend, self.topology, self.burst, self.depth, self.on_full
+        ));
+        s.push_str(&format!(
+            "  forwarded for {:.3} s: rx {} ({:.3} Mpps)  tx {} ({:.3} Mpps)\n",
+            self.duration_s, self.rx_packets, self.rx_mpps, self.tx_packets, self.tx_mpps
+        ));
+        s.push_str("  drops:");
+        for (k, v) in &self.drops {
+            s.push_str(&format!(" {k}={v}"));
+        }
+        s.push('\n');
+        s.push_str("  classes:");
+        for (k, v) in &self.classes {
+            s.push_str(&format!(" {k}={v}"));
+        }
+        s.push('\n');
+        for p in &self.ports {
+            s.push_str(&format!(
+                "  port {} ({}, {}, socket {}, mac {}) -> port {}: rx {} tx {} rx_queues {:?} hw: ipackets {} opackets {} imissed {} rx_nombuf {}\n",
+                p.port, p.name, p.driver, p.socket, p.mac, p.peer_port, p.rx_packets, p.tx_packets, p.rx_queues,
+                p.hw_ipackets, p.hw_opackets, p.hw_imissed, p.hw_rx_nombuf
+            ));
+        }
+        for l in &self.lcores {
+            s.push_str(&format!(
+                "  lcore {} (socket {}, {}): rx {} worker {} tx {}\n",
+                l.lcore,
+                l.socket,
+                l.roles.join("+"),
+                l.rx_packets,
+                l.worker_packets,
+                l.tx_packets
+            ));
+        }
+        s.push_str(&format!(
+            "  conservation rx = tx + drops: {} = {} + {} -> {}\n",
+            self.rx_packets,
+            self.tx_packets,
+            self.drops_total,
+            if self.conservation_ok { "OK" } else { "FAILED" }
+        ));
+        s.push_str(&format!(
+            "  mbufs in use after shutdown: {} -> {}\n",
+            self.mbufs_in_use,
+            if self.mbufs_in_use == 0 { "OK" } else { "FAILED" }
+        ));
+        s
+    }
+}
