@@ -88,16 +88,16 @@ pub struct Options {
     pub topology: Topology,
 
     /// RX lcores (DPDK corelist, e.g. 1,3-4)
-    #[arg(long, value_name = "LIST", value_parser = parse_corelist)]
-    pub rx_lcores: Option<Vec<u32>>,
+    #[arg(long, value_name = "LIST", value_parser = parse_corelist_arg)]
+    pub rx_lcores: Option<CoreList>,
 
     /// Worker lcores (DPDK corelist)
-    #[arg(long, value_name = "LIST", value_parser = parse_corelist)]
-    pub worker_lcores: Option<Vec<u32>>,
+    #[arg(long, value_name = "LIST", value_parser = parse_corelist_arg)]
+    pub worker_lcores: Option<CoreList>,
 
     /// TX lcores (DPDK corelist)
-    #[arg(long, value_name = "LIST", value_parser = parse_corelist)]
-    pub tx_lcores: Option<Vec<u32>>,
+    #[arg(long, value_name = "LIST", value_parser = parse_corelist_arg)]
+    pub tx_lcores: Option<CoreList>,
 
     /// RX / hand-off / TX burst size (1-256)
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=MAX_BURST as i64))]
@@ -177,6 +177,14 @@ pub fn split_args(argv: &[String]) -> SplitArgs {
             }
         }
     }
+}
+
+/// A parsed DPDK corelist (sorted, no duplicates).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CoreList(pub Vec<u32>);
+
+fn parse_corelist_arg(s: &str) -> Result<CoreList, String> {
+    parse_corelist(s).map(CoreList)
 }
 
 /// Parses a DPDK corelist: `1,3-4,7`. Sorted, no duplicates.
@@ -291,6 +299,10 @@ mod tests {
         let ok = parse_options(&s(&["tqfwd", "--burst", "256", "--depth", "4096", "--peer-mac", "1=02:00:00:00:00:09"])).unwrap();
         assert_eq!(ok.burst, 256);
         assert_eq!(ok.peer_mac[0].0, 1);
+        let roles = parse_options(&s(&["tqfwd", "--rx-lcores", "0-1", "--worker-lcores", "1", "--tx-lcores", "0,1"])).unwrap();
+        assert_eq!(roles.rx_lcores, Some(CoreList(vec![0, 1])));
+        assert_eq!(roles.worker_lcores, Some(CoreList(vec![1])));
+        assert_eq!(roles.tx_lcores, Some(CoreList(vec![0, 1])));
         for bad in [
             &["tqfwd", "--burst", "0"][..],
             &["tqfwd", "--burst", "257"],

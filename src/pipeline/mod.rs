@@ -67,9 +67,9 @@ impl RoleLayout {
     pub fn resolve(opts: &Options, lcores: &[Lcore], main: Lcore) -> Result<RoleLayout, String> {
         let d = RoleLayout::default_for(lcores, main);
         let layout = RoleLayout {
-            rx: opts.rx_lcores.clone().unwrap_or(d.rx),
-            worker: opts.worker_lcores.clone().unwrap_or(d.worker),
-            tx: opts.tx_lcores.clone().unwrap_or(d.tx),
+            rx: opts.rx_lcores.clone().map(|c| c.0).unwrap_or(d.rx),
+            worker: opts.worker_lcores.clone().map(|c| c.0).unwrap_or(d.worker),
+            tx: opts.tx_lcores.clone().map(|c| c.0).unwrap_or(d.tx),
         };
         for (role, list) in [("--rx-lcores", &layout.rx), ("--worker-lcores", &layout.worker), ("--tx-lcores", &layout.tx)] {
             if list.is_empty() {

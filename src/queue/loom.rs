@@ -25,7 +25,13 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(3);
     }
-    b.check(f);
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    RUNS.store(0, O::SeqCst);
+    b.check(move || {
+        RUNS.fetch_add(1, O::SeqCst);
+        f()
+    });
+    eprintln!("executions: {}", RUNS.load(O::SeqCst));
 }
 
 /// Two producers publish concurrently while the consumer detaches; every item
@@ -49,12 +55,18 @@ fn two_producers_push_detach() {
             assert_eq!(s, next[p], "producer {p} out of order");
             next[p] += 1;
         };
-        // Concurrent with the producers: one poll.
-        rx.recv(usize::MAX, &mut check);
+        // Concurrent with the producers: poll until everything arrived.
+        let mut got = 0;
+        while got < 4 {
+            let n = rx.recv(usize::MAX, &mut check);
+            got += n;
+            if n == 0 {
+                thread::yield_now();
+            }
+        }
         for h in handles {
             h.join().unwrap();
         }
-        rx.recv(usize::MAX, &mut check);
         assert_eq!(next, [2, 2]);
         assert!(rx.is_empty());
     });
@@ -91,7 +103,8 @@ fn unit_return_and_reuse() {
 }
 
 /// Full queue under concurrency: what `send` takes is a prefix, the rest stays
-/// with the caller, and exactly the prefix comes out.
+/// with the caller, and exactly that prefix comes out. Explores both outcomes:
+/// the second send finds the queue full, or finds the unit already returned.
 #[test]
 fn full_queue() {
     model(|| {
@@ -100,20 +113,38 @@ fn full_queue() {
         let mut tx = txs.pop().unwrap();
         let h = thread::spawn(move || {
             let mut it = 0..5u32;
-            let n = tx.send(&mut it);
+            let a = tx.send(&mut it);
+            let b = tx.send(&mut it);
             // the untaken items are still in the iterator
-            assert_eq!(it.start as usize, n);
-            (tx, n)
+            assert_eq!(it.start as usize, a + b);
+            (tx, a, b)
         });
         let mut got = Vec::new();
+        // Two polls, concurrent with the sends (no spinning: lets loom's DPOR
+        // place the consumer's return between the producer's steps).
         rx.recv(usize::MAX, |x| got.push(x));
-        let (tx, n) = h.join().unwrap();
         rx.recv(usize::MAX, |x| got.push(x));
-        assert!(matches!(n, 2 | 4 | 5), "took {n}");
+        let (tx, a, b) = h.join().unwrap();
+        rx.recv(usize::MAX, |x| got.push(x));
+        assert!(matches!(a, 2 | 4 | 5), "first send took {a}");
+        let n = a + b;
         assert_eq!(got, (0..n as u32).collect::<Vec<_>>());
         assert_eq!(tx.free_units(), 1);
+        OUTCOMES[n].fetch_add(1, O::Relaxed);
     });
+    // The model must have reached a full queue and a reused unit.
+    assert!(OUTCOMES[2].load(O::Relaxed) > 0, "never full");
+    assert!(OUTCOMES[4].load(O::Relaxed) + OUTCOMES[5].load(O::Relaxed) > 0, "never reused");
 }
+
+static OUTCOMES: [AtomicUsize; 6] = [
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+    AtomicUsize::new(0),
+];
 
 struct Counted(StdArc<AtomicUsize>);
 impl Drop for Counted {
@@ -140,10 +171,12 @@ fn drain_at_shutdown() {
                 c.fetch_add(1, O::Relaxed);
                 Counted(d.clone())
             });
-            tx.send(&mut it);
+            assert_eq!(tx.send(&mut it), 3); // 2 units of 2: fits
             // producer handle dropped here, maybe last
         });
-        rx.recv(1, drop);
+        while rx.recv(1, drop) == 0 {
+            thread::yield_now();
+        }
         drop(rx); // maybe last
         h.join().unwrap();
         assert_eq!(created.load(O::Relaxed), 3);
@@ -166,12 +199,16 @@ fn sharded_two_producers() {
             })
             .collect();
         let mut got = Vec::new();
-        rx.recv(usize::MAX, |x| got.push(x));
+        while got.len() < 2 {
+            if rx.recv(usize::MAX, |x| got.push(x)) == 0 {
+                thread::yield_now();
+            }
+        }
         for h in handles {
             h.join().unwrap();
         }
-        rx.recv(usize::MAX, |x| got.push(x));
         got.sort_unstable();
         assert_eq!(got, [(0, 0), (1, 0)]);
     });
 }
+

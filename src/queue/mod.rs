@@ -377,7 +377,7 @@ fn detach(head: &AtomicPtr<Unit>) -> *mut Unit {
     if head.load(Ordering::Relaxed).is_null() {
         return ptr::null_mut();
     }
-    head.swap(ptr::null_mut(), Ordering::Relaxed)
+    head.swap(ptr::null_mut(), Ordering::Acquire)
 }
 
 /// Reverses a detached chain in place and returns its new first unit.
