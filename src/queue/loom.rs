@@ -111,20 +111,21 @@ fn full_queue() {
         // one unit of 2 items
         let (mut txs, mut rx) = channel::<u32>(1, 2, 2, mem()).unwrap();
         let mut tx = txs.pop().unwrap();
+        // Consumer in the spawned thread, two polls concurrent with the sends
+        // (no spinning, so loom's DPOR can place the consumer's detach and
+        // return between the producer's steps).
         let h = thread::spawn(move || {
-            let mut it = 0..5u32;
-            let a = tx.send(&mut it);
-            let b = tx.send(&mut it);
-            // the untaken items are still in the iterator
-            assert_eq!(it.start as usize, a + b);
-            (tx, a, b)
+            let mut got = Vec::new();
+            rx.recv(usize::MAX, |x| got.push(x));
+            rx.recv(usize::MAX, |x| got.push(x));
+            (rx, got)
         });
-        let mut got = Vec::new();
-        // Two polls, concurrent with the sends (no spinning: lets loom's DPOR
-        // place the consumer's return between the producer's steps).
-        rx.recv(usize::MAX, |x| got.push(x));
-        rx.recv(usize::MAX, |x| got.push(x));
-        let (tx, a, b) = h.join().unwrap();
+        let mut it = 0..5u32;
+        let a = tx.send(&mut it);
+        let b = tx.send(&mut it);
+        // the untaken items are still in the iterator
+        assert_eq!(it.start as usize, a + b);
+        let (mut rx, mut got) = h.join().unwrap();
         rx.recv(usize::MAX, |x| got.push(x));
         assert!(matches!(a, 2 | 4 | 5), "first send took {a}");
         let n = a + b;

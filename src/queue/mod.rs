@@ -358,7 +358,16 @@ unsafe fn push(head: &AtomicPtr<Unit>, unit: *mut Unit) {
     // SAFETY: `unit` is valid (caller's contract); `next` is an atomic, so a
     // shared reference to it is fine even once the unit changes hands.
     let next = unsafe { &(*unit).next };
+    // The first guess of the head. Under loom the guess is null and the CAS
+    // itself reads the head: the ordering properties are the same (either way
+    // `cur` comes from a Relaxed read and is only stored into our own unit),
+    // but loom's DPOR tracks only the *last* access to an atomic, so a plain
+    // load right before the CAS hides the other side's earlier accesses and
+    // prunes the interleavings this model exists to check.
+    #[cfg(not(loom))]
     let mut cur = head.load(Ordering::Relaxed);
+    #[cfg(loom)]
+    let mut cur = ptr::null_mut();
     loop {
         next.store(cur, Ordering::Relaxed);
         // Release: publishes everything written to the unit (see module doc).
