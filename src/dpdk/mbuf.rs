@@ -164,7 +164,10 @@ impl MbufBurst {
     /// transmitted); the rest move to the front.
     #[inline]
     pub fn consume_front(&mut self, n: usize) {
-        let n = n.min(self.len);
+        if n >= self.len {
+            self.len = 0;
+            return;
+        }
         self.slots.copy_within(n..self.len, 0);
         self.len -= n;
     }

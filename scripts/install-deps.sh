@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs what tqfwd needs on Debian 12, only when it is missing:
+# DPDK 22.11 (runtime, headers, testpmd/dpdk-test), pkg-config, clang and
+# libclang (bindgen), and a Rust toolchain check. Run as root.
+set -euo pipefail
+need=()
+pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk-dev)
+command -v dpdk-testpmd >/dev/null 2>&1 || need+=(dpdk)
+command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
+command -v clang >/dev/null 2>&1 || need+=(clang)
+ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
+command -v kill >/dev/null 2>&1 || need+=(procps)
+if [ ${#need[@]} -gt 0 ]; then
+    echo "install-deps: installing ${need[*]}"
+    if [ "$(id -u)" != 0 ]; then
+        echo "install-deps: need root to install ${need[*]} (apt-get install -y ${need[*]})" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -q
+    apt-get install -y -q --no-install-recommends "${need[@]}"
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "install-deps: cargo not found: install Rust (rustup) first" >&2
+    exit 1
+fi
+echo "install-deps: $(pkg-config --modversion libdpdk | sed 's/^/DPDK /'), $(cargo --version)"
