@@ -15,22 +15,23 @@ static RING_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// An `rte_ring` of mbuf handles; freed when the last handle drops (which
 /// must happen before `rte_eal_cleanup`).
-pub struct Ring {
+pub struct Ring<T: RingItem = MbufPtr> {
     raw: *mut sys::rte_ring,
     pub capacity: u32,
+    _items: std::marker::PhantomData<T>,
 }
 
 // SAFETY: rte_ring is built for concurrent producers/consumers within the
 // sync mode it was created with; the pipeline gives a single-producer ring
 // exactly one sender and every ring exactly one receiver.
-unsafe impl Send for Ring {}
+unsafe impl<T: RingItem> Send for Ring<T> {}
 // SAFETY: as above.
-unsafe impl Sync for Ring {}
+unsafe impl<T: RingItem> Sync for Ring<T> {}
 
-impl Ring {
+impl<T: RingItem> Ring<T> {
     /// Creates a ring holding exactly `depth` handles on `socket`.
     /// `multi_producer` selects MP enqueue; dequeue is always SC.
-    pub fn create(label: &str, depth: u32, socket: i32, multi_producer: bool) -> Result<Arc<Ring>, DpdkError> {
+    pub fn create(label: &str, depth: u32, socket: i32, multi_producer: bool) -> Result<Arc<Ring<T>>, DpdkError> {
         let seq = RING_SEQ.fetch_add(1, Ordering::Relaxed);
         // RTE_RING_NAMESIZE is 29 bytes incl. NUL.
         let mut name = format!("tq{seq}_{label}");
@@ -45,7 +46,7 @@ impl Ring {
         if raw.is_null() {
             return Err(DpdkError::from_errno(format!("rte_ring_create({name}, {depth} slots, socket {socket})")));
         }
-        Ok(Arc::new(Ring { raw, capacity: depth }))
+        Ok(Arc::new(Ring { raw, capacity: depth, _items: std::marker::PhantomData }))
     }
 
     pub fn count(&self) -> u32 {
@@ -54,24 +55,53 @@ impl Ring {
     }
 }
 
-impl Drop for Ring {
+impl<T: RingItem> Drop for Ring<T> {
     fn drop(&mut self) {
         // SAFETY: created by us, freed once, nobody holds a handle any more.
         unsafe { sys::rte_ring_free(self.raw) };
     }
 }
 
-/// The enqueue side of a ring.
-pub struct RingSender(pub Arc<Ring>);
-/// The dequeue side of a ring (one per ring: SC).
-pub struct RingReceiver(pub Arc<Ring>);
+/// Values an `rte_ring` can carry: exactly pointer-sized plain data that
+/// is valid for any bit pattern the ring hands back (it only hands back
+/// what a sender put in).
+///
+/// # Safety
+/// Implementors must be `size_of::<*mut c_void>()` bytes, `Copy`, and
+/// carry no drop obligations of their own.
+pub unsafe trait RingItem: Copy + Send + 'static {}
 
-impl BurstSender<MbufPtr> for RingSender {
+// SAFETY: repr(transparent) over a non-null pointer; the ring only returns
+// values that were enqueued as MbufPtr.
+unsafe impl RingItem for MbufPtr {}
+// SAFETY: 8 bytes of plain data on 64-bit targets (checked below).
+unsafe impl RingItem for u64 {}
+
+const _: () = assert!(std::mem::size_of::<u64>() == std::mem::size_of::<*mut c_void>());
+const _: () = assert!(std::mem::size_of::<MbufPtr>() == std::mem::size_of::<*mut c_void>());
+
+/// The enqueue side of a ring.
+pub struct RingSender<T: RingItem = MbufPtr>(Arc<Ring<T>>);
+/// The dequeue side of a ring (one per ring: SC).
+pub struct RingReceiver<T: RingItem = MbufPtr>(Arc<Ring<T>>);
+
+impl<T: RingItem> RingSender<T> {
+    pub fn new(ring: Arc<Ring<T>>) -> Self {
+        RingSender(ring)
+    }
+}
+
+impl<T: RingItem> RingReceiver<T> {
+    pub fn new(ring: Arc<Ring<T>>) -> Self {
+        RingReceiver(ring)
+    }
+}
+
+impl<T: RingItem> BurstSender<T> for RingSender<T> {
     #[inline]
-    fn send_burst(&mut self, items: &[MbufPtr]) -> usize {
-        // SAFETY: `items` is a slice of pointer-sized handles
-        // (MbufPtr is repr(transparent) over a pointer); the ring copies the
-        // accepted prefix.
+    fn send_burst(&mut self, items: &[T]) -> usize {
+        // SAFETY: `items` is a slice of pointer-sized values (RingItem); the
+        // ring copies the accepted prefix.
         unsafe {
             sys::rte_ring_enqueue_burst(
                 self.0.raw,
@@ -83,12 +113,12 @@ impl BurstSender<MbufPtr> for RingSender {
     }
 }
 
-impl BurstReceiver<MbufPtr> for RingReceiver {
+impl<T: RingItem> BurstReceiver<T> for RingReceiver<T> {
     #[inline]
-    fn recv_burst(&mut self, out: &mut [MbufPtr]) -> usize {
+    fn recv_burst(&mut self, out: &mut [T]) -> usize {
         // SAFETY: `out` has out.len() writable pointer-sized slots; the ring
-        // only ever holds MbufPtr values enqueued by RingSender, so what it
-        // writes are valid MbufPtr (non-null) handles.
+        // only ever holds T values enqueued by a RingSender<T> (each ring is
+        // built for one item type), so what it writes are valid T.
         unsafe {
             sys::rte_ring_dequeue_burst(self.0.raw, out.as_mut_ptr() as *mut *mut c_void, out.len() as u32, std::ptr::null_mut())
                 as usize

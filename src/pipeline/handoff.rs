@@ -102,19 +102,19 @@ pub fn build_link(
             }
             (Backend::Ring, Topology::Sharded) => {
                 for (p, row) in senders.iter_mut().enumerate() {
-                    let ring = Ring::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| e.to_string())?;
+                    let ring = Ring::<MbufPtr>::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| e.to_string())?;
                     capacity += depth;
-                    row[c] = Some(Box::new(RingSender(ring.clone())));
-                    receivers.push(Box::new(RingReceiver(ring)));
+                    row[c] = Some(Box::new(RingSender::<MbufPtr>::new(ring.clone())));
+                    receivers.push(Box::new(RingReceiver::<MbufPtr>::new(ring)));
                 }
             }
             (Backend::Ring, Topology::Shared) => {
-                let ring = Ring::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| e.to_string())?;
+                let ring = Ring::<MbufPtr>::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| e.to_string())?;
                 capacity += depth;
                 for row in senders.iter_mut() {
-                    row[c] = Some(Box::new(RingSender(ring.clone())));
+                    row[c] = Some(Box::new(RingSender::<MbufPtr>::new(ring.clone())));
                 }
-                receivers.push(Box::new(RingReceiver(ring)));
+                receivers.push(Box::new(RingReceiver::<MbufPtr>::new(ring)));
             }
         }
         inputs.push(InputSet::new(receivers));

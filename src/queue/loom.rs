@@ -135,7 +135,10 @@ fn full_queue() {
     });
     // The model must have reached a full queue and a reused unit.
     assert!(OUTCOMES[2].load(O::Relaxed) > 0, "never full");
-    assert!(OUTCOMES[4].load(O::Relaxed) + OUTCOMES[5].load(O::Relaxed) > 0, "never reused");
+    assert!(
+        OUTCOMES[4].load(O::Relaxed) + OUTCOMES[5].load(O::Relaxed) > 0,
+        "never reused"
+    );
 }
 
 static OUTCOMES: [AtomicUsize; 6] = [
@@ -172,8 +175,9 @@ fn drain_at_shutdown() {
                 c.fetch_add(1, O::Relaxed);
                 Counted(d.clone())
             });
-            assert_eq!(tx.send(&mut it), 3); // 2 units of 2: fits
-            // producer handle dropped here, maybe last
+            // 2 units of 2 items: all 3 fit
+            assert_eq!(tx.send(&mut it), 3);
+            // the producer handle is dropped here, maybe last
         });
         while rx.recv(1, drop) == 0 {
             thread::yield_now();
@@ -212,4 +216,3 @@ fn sharded_two_producers() {
         assert_eq!(got, [(0, 0), (1, 0)]);
     });
 }
-

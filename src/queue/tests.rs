@@ -7,6 +7,26 @@ use std::sync::atomic::{AtomicUsize, Ordering as O};
 use std::sync::{Arc as StdArc, Mutex};
 use std::thread;
 
+/// Fails a spinning test instead of hanging it when nothing moves for 30 s
+/// (e.g. a unit is lost and the queue stays full forever).
+struct Watchdog(std::time::Instant);
+
+impl Watchdog {
+    fn new() -> Self {
+        Watchdog(std::time::Instant::now())
+    }
+    /// Call with the amount of progress made; panics after 30 s without any.
+    fn tick(&mut self, progress: usize, what: &str) {
+        if progress > 0 {
+            self.0 = std::time::Instant::now();
+        } else if self.0.elapsed() > std::time::Duration::from_secs(30) {
+            panic!("no progress for 30 s: {what}");
+        } else {
+            thread::yield_now();
+        }
+    }
+}
+
 fn mem() -> StdArc<dyn UnitMemory> {
     StdArc::new(GlobalMemory)
 }
@@ -39,12 +59,19 @@ impl UnitMemory for CountingMemory {
         let bytes = unsafe { core::slice::from_raw_parts(p.as_ptr(), layout.size()) };
         assert!(bytes.iter().all(|&b| b == 0));
         assert_eq!(p.as_ptr() as usize % layout.align(), 0);
-        self.layouts.lock().unwrap().insert(p.as_ptr() as usize, layout);
+        self.layouts
+            .lock()
+            .unwrap()
+            .insert(p.as_ptr() as usize, layout);
         self.live.fetch_add(1, O::SeqCst);
         Some(p)
     }
     unsafe fn free(&self, ptr: NonNull<u8>, layout: Layout) {
-        let l = self.layouts.lock().unwrap().remove(&(ptr.as_ptr() as usize));
+        let l = self
+            .layouts
+            .lock()
+            .unwrap()
+            .remove(&(ptr.as_ptr() as usize));
         assert_eq!(l, Some(layout), "free of unknown pointer or wrong layout");
         self.live.fetch_sub(1, O::SeqCst);
         // SAFETY: came from GlobalMemory.alloc_zeroed(layout).
@@ -181,7 +208,10 @@ fn unit_return_and_reuse_many_cycles() {
         assert_eq!(tx.free_units(), 0);
         // a partially read unit stays with the consumer: 3 or 4 items inside
         let inside = next_in - next_out;
-        assert!(inside == 4 || (inside == 3 && next_out % 2 == 1), "{inside} inside");
+        assert!(
+            inside == 4 || (inside == 3 && next_out % 2 == 1),
+            "{inside} inside"
+        );
         let want = c % 4 + 1;
         rx.recv(want, |x| {
             assert_eq!(x, next_out);
@@ -216,20 +246,36 @@ fn validation_errors() {
     let e = channel::<u8>(0, 16, 4, mem()).unwrap_err();
     assert!(matches!(e, QueueError::NoProducers), "{e:?}");
     assert!(e.to_string().contains("producers >= 1"));
-    assert!(matches!(sharded::<u8>(0, 16, 4, mem()).unwrap_err(), QueueError::NoProducers));
-    assert!(matches!(sharded::<u8>(2, 15, 4, mem()).unwrap_err(), QueueError::BadDepth(15)));
+    assert!(matches!(
+        sharded::<u8>(0, 16, 4, mem()).unwrap_err(),
+        QueueError::NoProducers
+    ));
+    assert!(matches!(
+        sharded::<u8>(2, 15, 4, mem()).unwrap_err(),
+        QueueError::BadDepth(15)
+    ));
     // Errors are std errors.
     let _: Box<dyn std::error::Error> = Box::new(QueueError::OutOfMemory { bytes: 1 });
 }
 
 #[test]
 fn out_of_memory_frees_partial_arenas() {
-    let cm = StdArc::new(CountingMemory { fail_after: Some(2), ..Default::default() });
+    let cm = StdArc::new(CountingMemory {
+        fail_after: Some(2),
+        ..Default::default()
+    });
     let e = channel::<u64>(3, 1024, 32, cm.clone()).unwrap_err();
     let want = queue_bytes::<u64>(3, 1024, 32);
-    assert!(matches!(e, QueueError::OutOfMemory { bytes } if bytes == want), "{e:?}");
+    assert!(
+        matches!(e, QueueError::OutOfMemory { bytes } if bytes == want),
+        "{e:?}"
+    );
     assert!(e.to_string().contains("bytes"));
-    assert_eq!(cm.live.load(O::SeqCst), 0, "arenas of earlier producers must be freed");
+    assert_eq!(
+        cm.live.load(O::SeqCst),
+        0,
+        "arenas of earlier producers must be freed"
+    );
     assert_eq!(cm.allocs.load(O::SeqCst), 3);
 }
 
@@ -242,7 +288,13 @@ fn units_per_producer_formula() {
     assert_eq!(units_per_producer(1, 1, 256), 1);
     assert_eq!(units_per_producer(2, 8, 1), 4);
     assert_eq!(units_per_producer(0, 8, 0), 8); // zeros treated as 1
-    for (p, d, b) in [(1, 4096, 32), (3, 4096, 32), (3, 4, 2), (2, 8, 1), (5, 1024, 7)] {
+    for (p, d, b) in [
+        (1, 4096, 32),
+        (3, 4096, 32),
+        (3, 4, 2),
+        (2, 8, 1),
+        (5, 1024, 7),
+    ] {
         let (txs, _rx) = channel::<u32>(p, d, b, mem()).unwrap();
         assert_eq!(txs.len(), p);
         for tx in &txs {
@@ -319,7 +371,10 @@ fn several_producers_fifo_each_single_thread() {
     assert_eq!(next, [15, 15, 15]);
     for tx in &txs {
         assert_eq!(tx.free_units(), tx.units());
-        assert_eq!(tx.id(), txs.iter().position(|t| core::ptr::eq(t, tx)).unwrap());
+        assert_eq!(
+            tx.id(),
+            txs.iter().position(|t| core::ptr::eq(t, tx)).unwrap()
+        );
     }
     assert_eq!(rx.producers(), 3);
 }
@@ -337,8 +392,10 @@ fn traits_switch_backend_by_value() {
     assert_eq!(&out[..6], &[1, 2, 3, 4, 5, 6]);
 
     let (txs, srx) = sharded::<u32>(2, 16, 4, mem()).unwrap();
-    let mut txs: Vec<Box<dyn BurstSender<u32>>> =
-        txs.into_iter().map(|t| Box::new(t) as Box<dyn BurstSender<u32>>).collect();
+    let mut txs: Vec<Box<dyn BurstSender<u32>>> = txs
+        .into_iter()
+        .map(|t| Box::new(t) as Box<dyn BurstSender<u32>>)
+        .collect();
     let mut srx: Box<dyn BurstReceiver<u32>> = Box::new(srx);
     assert_eq!(txs[0].send_burst(&[10, 11]), 2);
     assert_eq!(txs[1].send_burst(&[20, 21]), 2);
@@ -453,11 +510,21 @@ struct DropLog {
 impl DropLog {
     fn new(n: usize) -> StdArc<DropLog> {
         let v = || (0..n).map(|_| AtomicUsize::new(0)).collect();
-        StdArc::new(DropLog { created: v(), dropped: v() })
+        StdArc::new(DropLog {
+            created: v(),
+            dropped: v(),
+        })
     }
     fn make(self: &StdArc<Self>, id: usize) -> Tracked {
-        assert_eq!(self.created[id].fetch_add(1, O::SeqCst), 0, "item {id} created twice");
-        Tracked { id, log: self.clone() }
+        assert_eq!(
+            self.created[id].fetch_add(1, O::SeqCst),
+            0,
+            "item {id} created twice"
+        );
+        Tracked {
+            id,
+            log: self.clone(),
+        }
     }
     fn created(&self) -> usize {
         self.created.iter().map(|c| c.load(O::SeqCst)).sum()
@@ -468,7 +535,10 @@ impl DropLog {
     /// Every item created was dropped exactly once.
     fn assert_balanced(&self) {
         for i in 0..self.created.len() {
-            let (c, d) = (self.created[i].load(O::SeqCst), self.dropped[i].load(O::SeqCst));
+            let (c, d) = (
+                self.created[i].load(O::SeqCst),
+                self.dropped[i].load(O::SeqCst),
+            );
             assert_eq!(c, d, "item {i}: created {c} times, dropped {d} times");
         }
     }
@@ -476,12 +546,16 @@ impl DropLog {
 
 impl Drop for Tracked {
     fn drop(&mut self) {
-        let before = self.log.dropped[self.id].fetch_add(1, O::SeqCst);
-        assert_eq!(before, 0, "item {} dropped twice", self.id);
+        // Counted only (checked by `assert_balanced`): panicking in a drop
+        // that runs during unwinding would abort the test binary.
+        self.log.dropped[self.id].fetch_add(1, O::SeqCst);
     }
 }
 
-fn tracked(log: &StdArc<DropLog>, ids: std::ops::Range<usize>) -> impl Iterator<Item = Tracked> + '_ {
+fn tracked(
+    log: &StdArc<DropLog>,
+    ids: std::ops::Range<usize>,
+) -> impl Iterator<Item = Tracked> + '_ {
     ids.map(move |id| log.make(id))
 }
 
@@ -502,7 +576,7 @@ fn drop_with_items_published_detached_and_partially_read() {
         let mut seen = Vec::new();
         assert_eq!(rx.recv(6, |t| seen.push(t.id)), 6);
         assert_eq!(log.dropped(), 6); // handed-out items were dropped by the sink
-        // Published after the detach: still on the head list.
+                                      // Published after the detach: still on the head list.
         assert_eq!(txs[1].send(&mut tracked(&log, 16..24)), 8);
         assert_eq!(txs[0].send(&mut tracked(&log, 24..30)), 6);
         assert_eq!(log.created(), 30);
@@ -561,7 +635,7 @@ fn drop_counting_under_threads() {
                         if stop.load(O::SeqCst) {
                             break; // nobody reads any more
                         }
-                        thread::yield_now();
+                        thread::yield_now(); // bounded by the consumer's watchdog
                     }
                 }
             })
@@ -569,8 +643,11 @@ fn drop_counting_under_threads() {
         .collect();
     // Read about half, then drop the consumer while producers still run.
     let mut got = 0;
+    let mut dog = Watchdog::new();
     while got < n {
-        got += rx.recv(7, drop);
+        let k = rx.recv(7, drop);
+        got += k;
+        dog.tick(k, "consumer starved");
     }
     drop(rx);
     stop.store(true, O::SeqCst);
@@ -583,7 +660,16 @@ fn drop_counting_under_threads() {
 
 // ----------------------------------------------------------------- stress ----
 
-fn stress_mpsc(producers: usize, per_producer: u32, depth: usize, burst: usize, use_slice: bool) {
+/// Runs `producers` threads of `per_producer` items `(producer, seq)` into one
+/// consumer; checks exactly-once, per-producer FIFO, that every unit is back
+/// in its pool at the end, and returns how often a send found the queue full.
+fn stress_mpsc(
+    producers: usize,
+    per_producer: u32,
+    depth: usize,
+    burst: usize,
+    use_slice: bool,
+) -> usize {
     let (txs, mut rx) = channel::<(u32, u32)>(producers, depth, burst, mem()).unwrap();
     let handles: Vec<_> = txs
         .into_iter()
@@ -592,28 +678,31 @@ fn stress_mpsc(producers: usize, per_producer: u32, depth: usize, burst: usize, 
             thread::spawn(move || {
                 let p = p as u32;
                 let mut next = 0u32;
+                let mut full = 0usize;
                 let mut buf = Vec::with_capacity(burst * 3);
+                let mut dog = Watchdog::new();
                 while next < per_producer {
-                    if use_slice {
+                    let (offered, n) = if use_slice {
                         buf.clear();
                         let k = ((next % 3) as usize + 1) * burst - 1;
                         buf.extend((next..per_producer.min(next + k as u32)).map(|s| (p, s)));
-                        let n = tx.send_slice(&buf);
-                        next += n as u32;
-                        if n == 0 {
-                            thread::yield_now();
-                        }
+                        (buf.len(), tx.send_slice(&buf))
                     } else {
                         let end = per_producer.min(next + (next % 97) + 1);
                         let mut it = (next..end).map(|s| (p, s));
                         let n = tx.send(&mut it);
-                        next += n as u32;
-                        if n == 0 {
-                            thread::yield_now();
-                        }
-                    }
+                        // what was not taken is still in the iterator
+                        assert_eq!(
+                            it.next(),
+                            (next + n as u32 != end).then_some((p, next + n as u32))
+                        );
+                        ((end - next) as usize, n)
+                    };
+                    full += usize::from(n < offered);
+                    next += n as u32;
+                    dog.tick(n, "producer blocked: queue full forever");
                 }
-                tx
+                (tx, full)
             })
         })
         .collect();
@@ -621,7 +710,7 @@ fn stress_mpsc(producers: usize, per_producer: u32, depth: usize, burst: usize, 
     let total = producers as u64 * per_producer as u64;
     let mut got = 0u64;
     let mut out = vec![(0u32, 0u32); burst * 2 + 1];
-    let mut idle = 0u64;
+    let mut dog = Watchdog::new();
     while got < total {
         let n = if got & 1 == 0 {
             let n = rx.recv_slice(&mut out);
@@ -637,19 +726,21 @@ fn stress_mpsc(producers: usize, per_producer: u32, depth: usize, burst: usize, 
             })
         };
         got += n as u64;
-        if n == 0 {
-            idle += 1;
-            thread::yield_now();
-        }
+        dog.tick(n, "consumer starved: items lost");
     }
-    let txs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    let done: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert!(next.iter().all(|&c| c == per_producer), "{next:?}");
     assert!(rx.is_empty());
     assert_eq!(rx.recv(usize::MAX, |_| panic!("extra item")), 0);
-    for tx in &txs {
-        assert_eq!(tx.free_units(), tx.units(), "unit lost by producer {}", tx.id());
+    for (tx, _) in &done {
+        assert_eq!(
+            tx.free_units(),
+            tx.units(),
+            "unit lost by producer {}",
+            tx.id()
+        );
     }
-    let _ = idle;
+    done.iter().map(|(_, full)| full).sum()
 }
 
 fn per_producer() -> u32 {
@@ -672,9 +763,12 @@ fn stress_three_producers_slices() {
 
 #[test]
 fn stress_tiny_depth_forces_full_path() {
-    // depth 4, burst 2, 3 producers -> 1 unit each: every send hits "full".
-    stress_mpsc(3, per_producer() / 4, 4, 2, false);
-    stress_mpsc(1, per_producer() / 4, 4, 2, true);
+    // depth 4, burst 2, 3 producers -> 1 unit each: almost every send of
+    // more than 2 items finds the queue full.
+    let full = stress_mpsc(3, per_producer() / 4, 4, 2, false);
+    assert!(full > 0, "the full path was never taken");
+    let full = stress_mpsc(1, per_producer() / 4, 4, 2, true);
+    assert!(full > 0, "the full path was never taken");
 }
 
 #[test]
@@ -688,12 +782,11 @@ fn stress_sharded() {
         .map(|(p, mut tx)| {
             thread::spawn(move || {
                 let mut next = 0u32;
+                let mut dog = Watchdog::new();
                 while next < n {
                     let k = tx.send(&mut (next..n.min(next + 5)).map(|s| (p as u32, s)));
                     next += k as u32;
-                    if k == 0 {
-                        thread::yield_now();
-                    }
+                    dog.tick(k, "sharded producer blocked");
                 }
                 tx
             })
@@ -702,6 +795,7 @@ fn stress_sharded() {
     let mut next = vec![0u32; producers];
     let mut got = 0u64;
     let mut out = [(0u32, 0u32); 5];
+    let mut dog = Watchdog::new();
     while got < producers as u64 * n as u64 {
         let k = rx.recv_slice(&mut out);
         for &(p, s) in &out[..k] {
@@ -709,9 +803,7 @@ fn stress_sharded() {
             next[p as usize] += 1;
         }
         got += k as u64;
-        if k == 0 {
-            thread::yield_now();
-        }
+        dog.tick(k, "sharded consumer starved");
     }
     let txs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert!(rx.is_empty());
