@@ -135,6 +135,14 @@ pub struct Options {
     #[arg(long, value_name = "CYCLES", default_value_t = 0)]
     pub worker_cycles: u32,
 
+    /// Measure RX-to-TX latency: stamp the TSC at RX (mbuf dynfield), read it just before TX
+    #[arg(long)]
+    pub latency: bool,
+
+    /// With --latency, stamp 1 packet in N (the others carry no stamp)
+    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    pub latency_sample: u32,
+
     /// RX descriptors per queue (adjusted to the device's limits)
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
     pub rx_desc: u16,

@@ -69,6 +69,12 @@ pub struct LcoreCounters {
     pub tx_port_packets: [AtomicU64; MAX_PORTS],
     /// Drops by reason (DropReason::index()).
     pub drops: [AtomicU64; 4],
+    /// Loop iterations that moved packets, and the TSC cycles they took.
+    pub busy_polls: AtomicU64,
+    pub busy_cycles: AtomicU64,
+    /// Loop iterations that found nothing to do, and their cycles.
+    pub idle_polls: AtomicU64,
+    pub idle_cycles: AtomicU64,
     /// TSC at the first RX poll and at RX stop (RX role), 0 when unset.
     pub rx_start_tsc: AtomicU64,
     pub rx_stop_tsc: AtomicU64,
@@ -192,6 +198,25 @@ pub struct LcoreReport {
     pub worker_packets: u64,
     pub tx_packets: u64,
     pub drops: BTreeMap<&'static str, u64>,
+    /// Busy cycles per packet handled by this lcore (all its roles), 0 when idle.
+    pub busy_cycles_per_packet: f64,
+    pub busy_polls: u64,
+    pub idle_polls: u64,
+    /// Share of this lcore's loop cycles spent on polls that moved packets.
+    pub busy_ratio: f64,
+    /// Mean packets per busy poll.
+    pub avg_burst: f64,
+}
+
+/// RX→TX latency percentiles in nanoseconds (`--latency`).
+#[derive(Debug, Clone, Serialize)]
+pub struct LatencyReport {
+    pub p50: f64,
+    pub p90: f64,
+    pub p99: f64,
+    pub p999: f64,
+    pub max: f64,
+    pub samples: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -213,6 +238,8 @@ pub struct Report {
     pub conservation_ok: bool,
     pub ports: Vec<PortReport>,
     pub lcores: Vec<LcoreReport>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency_ns: Option<LatencyReport>,
     pub signal: Option<i32>,
 }
 
@@ -236,6 +263,10 @@ pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) ->
     for (i, x) in c.drops.iter().enumerate() {
         d[i] = get(x);
     }
+    let handled = c.rx_total() + get(&c.worker_packets) + get(&c.tx_in_packets);
+    let busy = get(&c.busy_cycles);
+    let idle = get(&c.idle_cycles);
+    let busy_polls = get(&c.busy_polls);
     LcoreReport {
         lcore,
         socket,
@@ -244,6 +275,11 @@ pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) ->
         worker_packets: get(&c.worker_packets),
         tx_packets: c.tx_total(),
         drops: drops_map(&d),
+        busy_cycles_per_packet: if handled > 0 { busy as f64 / handled as f64 } else { 0.0 },
+        busy_polls,
+        idle_polls: get(&c.idle_polls),
+        busy_ratio: if busy + idle > 0 { busy as f64 / (busy + idle) as f64 } else { 0.0 },
+        avg_burst: if busy_polls > 0 { handled as f64 / busy_polls as f64 } else { 0.0 },
     }
 }
 
@@ -278,13 +314,23 @@ impl Report {
         }
         for l in &self.lcores {
             s.push_str(&format!(
-                "  lcore {} (socket {}, {}): rx {} worker {} tx {}\n",
+                "  lcore {} (socket {}, {}): rx {} worker {} tx {}; busy {:.0}%, {:.1} cycles/packet, avg burst {:.1}, idle polls {}\n",
                 l.lcore,
                 l.socket,
                 l.roles.join("+"),
                 l.rx_packets,
                 l.worker_packets,
-                l.tx_packets
+                l.tx_packets,
+                l.busy_ratio * 100.0,
+                l.busy_cycles_per_packet,
+                l.avg_burst,
+                l.idle_polls
+            ));
+        }
+        if let Some(l) = &self.latency_ns {
+            s.push_str(&format!(
+                "  latency RX->TX (ns): p50 {:.0} p90 {:.0} p99 {:.0} p99.9 {:.0} max {:.0} ({} samples)\n",
+                l.p50, l.p90, l.p99, l.p999, l.max, l.samples
             ));
         }
         s.push_str(&format!(

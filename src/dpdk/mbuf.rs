@@ -10,7 +10,8 @@
 //! [`MbufBurst`] is a fixed array of [`MAX_BURST`] handles plus a length:
 //! no allocation on the data path.
 
-use super::sys;
+use super::{sys, DpdkError};
+use std::ffi::CString;
 use std::ptr::NonNull;
 
 /// Largest burst tqfwd handles anywhere (RX, hand-off, TX).
@@ -89,10 +90,88 @@ impl MbufPtr {
         }
     }
 
+    /// Reads an 8-byte dynamic field.
+    #[inline]
+    pub fn field(&self, f: U64Field) -> u64 {
+        // SAFETY: live owned mbuf; `f.offset` came from
+        // rte_mbuf_dynfield_register for an 8-byte, 8-aligned field inside
+        // struct rte_mbuf.
+        unsafe { ((self.raw() as *const u8).add(f.offset) as *const u64).read() }
+    }
+
+    /// Writes an 8-byte dynamic field.
+    #[inline]
+    pub fn set_field(&mut self, f: U64Field, v: u64) {
+        // SAFETY: as field(); the handle is owned, nobody else writes it.
+        unsafe { ((self.raw() as *mut u8).add(f.offset) as *mut u64).write(v) }
+    }
+
+    /// Hints the CPU to fetch the mbuf header (first cache line).
+    #[inline]
+    pub fn prefetch_header(&self) {
+        prefetch(self.raw() as *const u8);
+    }
+
+    /// Hints the CPU to fetch the start of the frame (reads the header).
+    #[inline]
+    pub fn prefetch_data(&self) {
+        // SAFETY: live owned mbuf; computing the data address reads the
+        // header only; the prefetch itself never faults.
+        let p = unsafe {
+            let m = &*self.raw();
+            (m.buf_addr as *const u8).wrapping_add(m.data_off as usize)
+        };
+        prefetch(p);
+    }
+
     /// The mbuf's pointer value, for opaque carriers (rings).
     #[inline]
     pub fn as_ptr(self) -> *mut std::ffi::c_void {
         self.raw() as *mut std::ffi::c_void
+    }
+}
+
+#[inline(always)]
+fn prefetch(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: prefetch is a hint; it never faults, whatever the address.
+        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8) };
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}
+
+/// An 8-byte mbuf dynamic field registered with `rte_mbuf_dynfield_register`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct U64Field {
+    offset: usize,
+}
+
+impl U64Field {
+    /// Registers (or looks up) the 8-byte field `name`.
+    pub fn register(name: &str) -> Result<U64Field, DpdkError> {
+        let mut desc = sys::rte_mbuf_dynfield::default();
+        let cname = CString::new(name).expect("field name has no NUL");
+        let bytes = cname.as_bytes_with_nul();
+        if bytes.len() > desc.name.len() {
+            return Err(DpdkError { call: "rte_mbuf_dynfield_register".into(), code: libc::EINVAL, text: "name too long".into() });
+        }
+        for (d, b) in desc.name.iter_mut().zip(bytes) {
+            *d = *b as std::os::raw::c_char;
+        }
+        desc.size = 8;
+        desc.align = 8;
+        // SAFETY: valid descriptor; returns the offset or -1 with rte_errno.
+        let off = unsafe { sys::rte_mbuf_dynfield_register(&desc) };
+        if off < 0 {
+            return Err(DpdkError::from_errno(format!("rte_mbuf_dynfield_register({name})")));
+        }
+        let offset = off as usize;
+        if offset + 8 > std::mem::size_of::<sys::rte_mbuf>() || offset % 8 != 0 {
+            return Err(DpdkError { call: "rte_mbuf_dynfield_register".into(), code: libc::EINVAL, text: format!("bad offset {offset}") });
+        }
+        Ok(U64Field { offset })
     }
 }
 

@@ -16,6 +16,7 @@ pub mod stages;
 
 use crate::cli::{Options, OnFull};
 use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
+use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
 use handoff::{build_link, InputSet};
 use stages::{PortMap, RxStage, TxStage, WorkerStage};
@@ -133,12 +134,17 @@ struct LcoreWork {
     tx: Option<TxStage>,
 }
 
-fn run_lcore(work: &mut LcoreWork, phase: &Phase) {
+fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
+    // Busy/idle accounting kept in locals, published every 1024 loops.
+    let (mut busy_polls, mut busy_cycles, mut idle_polls, mut idle_cycles) = (0u64, 0u64, 0u64, 0u64);
+    let mut since_publish = 0u32;
+    let mut t0 = dpdk::rdtsc_inline();
     loop {
         let mut pending = false;
+        let mut moved = 0usize;
         if let Some(rx) = work.rx.as_mut() {
             if !rx.done {
-                rx.poll(signal::quit_requested());
+                moved += rx.poll(signal::quit_requested());
                 if rx.done {
                     phase.rx_done.fetch_add(1, Ordering::Release);
                 } else {
@@ -149,7 +155,7 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase) {
         if let Some(w) = work.worker.as_mut() {
             if !w.done {
                 let upstream_done = phase.rx_done.load(Ordering::Acquire) == phase.n_rx;
-                w.poll(upstream_done);
+                moved += w.poll(upstream_done);
                 if w.done {
                     phase.workers_done.fetch_add(1, Ordering::Release);
                 } else {
@@ -160,9 +166,26 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase) {
         if let Some(t) = work.tx.as_mut() {
             if !t.done {
                 let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
-                t.poll(upstream_done);
+                moved += t.poll(upstream_done);
                 pending |= !t.done;
             }
+        }
+        let t1 = dpdk::rdtsc_inline();
+        if moved != 0 {
+            busy_polls += 1;
+            busy_cycles += t1.wrapping_sub(t0);
+        } else {
+            idle_polls += 1;
+            idle_cycles += t1.wrapping_sub(t0);
+        }
+        t0 = t1;
+        since_publish += 1;
+        if since_publish == 1024 || !pending {
+            since_publish = 0;
+            counters.busy_polls.store(busy_polls, Ordering::Relaxed);
+            counters.busy_cycles.store(busy_cycles, Ordering::Relaxed);
+            counters.idle_polls.store(idle_polls, Ordering::Relaxed);
+            counters.idle_cycles.store(idle_cycles, Ordering::Relaxed);
         }
         if !pending {
             break;
@@ -330,6 +353,13 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         map.dst_mac[*p as usize] = mac.0;
     }
 
+    // --- latency stamping (mbuf dynfield) ---
+    let stamp_field = if opts.latency {
+        Some(dpdk::U64Field::register("tqfwd_rx_tsc")?)
+    } else {
+        None
+    };
+
     // --- per-lcore work ---
     let counters: Vec<(Lcore, Arc<LcoreCounters>)> = all_lcores.iter().map(|&l| (l, Arc::new(LcoreCounters::default()))).collect();
     let counters_of = |l: Lcore| counters.iter().find(|(x, _)| *x == l).map(|(_, c)| c.clone()).expect("counters");
@@ -343,7 +373,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         let c = counters_of(l);
         let rx = layout.rx.iter().position(|&x| x == l).map(|q| {
             let queues = ports.iter().map(|&p| (p, q as u16)).collect();
-            RxStage::new(queues, rx_senders[q].take().expect("rx senders"), burst, wait, c.clone())
+            RxStage::new(queues, rx_senders[q].take().expect("rx senders"), burst, wait, stamp_field.map(|f| (f, opts.latency_sample)), c.clone())
         });
         let worker = layout.worker.iter().position(|&x| x == l).map(|w| {
             WorkerStage::new(
@@ -359,7 +389,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         });
         let tx = layout.tx.iter().position(|&x| x == l).map(|t| {
             let tx_ports = ports.iter().map(|&p| (p, t as u16)).collect();
-            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, c.clone())
+            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, stamp_field, c.clone())
         });
         work.push((l, Mutex::new(Some(LcoreWork { rx, worker, tx }))));
     }
@@ -390,10 +420,16 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .spawn(move || stats_thread(&finished, &counters, interval, duration))
             .map_err(|e| RunError::Runtime(format!("cannot start the stats thread: {e}")))?
     };
+    let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
     let launch = eal.run_on_all_lcores(|lcore| {
         let taken = work.iter().find(|(l, _)| *l == lcore).and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
         if let Some(mut w) = taken {
-            run_lcore(&mut w, &phase);
+            run_lcore(&mut w, &phase, &counters_of(lcore));
+            if let Some(h) = w.tx.as_mut().and_then(|t| t.take_histogram()) {
+                if let Ok(mut v) = histograms.lock() {
+                    v.push(h);
+                }
+            }
             // Stage buffers are empty here; dropping them frees nothing.
             drop(w);
         }
@@ -437,6 +473,23 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let mbufs_in_use: u64 = pools.iter().map(|p| p.in_use() as u64).sum();
     drop(pools);
 
+    let latency_ns = if opts.latency {
+        let mut all = Histogram::boxed();
+        for h in histograms.into_inner().unwrap_or_default() {
+            all.merge(&h);
+        }
+        let ns = |c: u64| cycles_to_ns(c as f64, dpdk::tsc_hz());
+        Some(stats::LatencyReport {
+            p50: ns(all.percentile(50.0)),
+            p90: ns(all.percentile(90.0)),
+            p99: ns(all.percentile(99.0)),
+            p999: ns(all.percentile(99.9)),
+            max: ns(all.max()),
+            samples: all.count(),
+        })
+    } else {
+        None
+    };
     let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
     let conservation_ok = totals.rx == totals.tx + totals.drops_total();
     let rate = |n: u64| if duration_s > 0.0 { n as f64 / duration_s / 1e6 } else { 0.0 };
@@ -461,6 +514,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .iter()
             .map(|(l, c)| stats::lcore_report(*l, eal.lcore_socket(*l), layout.roles_of(*l), c))
             .collect(),
+        latency_ns,
         signal: signal::last_signal(),
     })
 }

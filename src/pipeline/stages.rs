@@ -8,7 +8,8 @@
 //! leaves by being handed on (queue or PMD) or freed and counted.
 
 use super::handoff::{InputSet, Sender};
-use crate::dpdk::{self, MbufBurst, Port};
+use crate::dpdk::{self, MbufBurst, Port, U64Field};
+use crate::latency::Histogram;
 use crate::stats::{bump, DropReason, LcoreCounters, MAX_PORTS};
 use crate::wire::{self, FrameClass};
 use std::sync::Arc;
@@ -61,14 +62,29 @@ pub struct RxStage {
     wait: bool,
     n_workers: u32,
     counters: Arc<LcoreCounters>,
+    /// `--latency`: the RX-timestamp field, 1-in-N sampling, and the count
+    /// since the last sampled packet.
+    stamp: Option<(U64Field, u32)>,
+    since_sample: u32,
+    first_queue: usize,
     started: bool,
     pub done: bool,
 }
 
 impl RxStage {
-    pub fn new(queues: Vec<(Port, u16)>, senders: Vec<Sender>, burst: usize, wait: bool, counters: Arc<LcoreCounters>) -> Self {
+    pub fn new(
+        queues: Vec<(Port, u16)>,
+        senders: Vec<Sender>,
+        burst: usize,
+        wait: bool,
+        stamp: Option<(U64Field, u32)>,
+        counters: Arc<LcoreCounters>,
+    ) -> Self {
         let n_workers = senders.len() as u32;
         RxStage {
+            stamp,
+            since_sample: 0,
+            first_queue: 0,
             queues,
             buckets: (0..senders.len()).map(|_| MbufBurst::new()).collect(),
             senders,
@@ -82,29 +98,50 @@ impl RxStage {
         }
     }
 
-    /// One pass over the ports. `stop`: RX must stop; pending packets are
-    /// still handed on (or, with `drop`, already were).
+    /// One pass over the ports; returns how many packets it received.
+    /// `stop`: RX must stop; pending packets are still handed on (or, with
+    /// `drop`, already were).
     #[inline]
-    pub fn poll(&mut self, stop: bool) {
+    pub fn poll(&mut self, stop: bool) -> usize {
         if !self.started {
             self.started = true;
             self.counters.rx_start_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
         }
         if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull) {
-            return; // back-pressure: the NIC queue holds the rest
+            return 0; // back-pressure: the NIC queue holds the rest
         }
         if stop {
             self.counters.rx_stop_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
             self.done = true;
-            return;
+            return 0;
         }
-        for i in 0..self.queues.len() {
+        let mut total = 0;
+        // Start at a different port each poll: under back-pressure the poll
+        // ends early, and a fixed start would starve the later ports.
+        let nq = self.queues.len();
+        self.first_queue = if self.first_queue + 1 >= nq { 0 } else { self.first_queue + 1 };
+        for k in 0..nq {
+            let i = if self.first_queue + k >= nq { self.first_queue + k - nq } else { self.first_queue + k };
             let (port, queue) = self.queues[i];
             let n = port.rx_burst(queue, &mut self.rx, self.burst);
             if n == 0 {
                 continue;
             }
+            total += n;
             bump(&self.counters.rx_port_packets[port.id() as usize % MAX_PORTS], n as u64);
+            if let Some((field, sample)) = self.stamp {
+                // One TSC read per burst; unsampled packets carry 0.
+                let now = dpdk::rdtsc_inline();
+                for m in self.rx.as_mut_slice() {
+                    self.since_sample += 1;
+                    if self.since_sample >= sample {
+                        self.since_sample = 0;
+                        m.set_field(field, now);
+                    } else {
+                        m.set_field(field, 0);
+                    }
+                }
+            }
             if self.n_workers == 1 {
                 for &m in self.rx.as_slice() {
                     let _ = self.buckets[0].push(m);
@@ -120,9 +157,10 @@ impl RxStage {
             }
             self.rx.consume_front(n); // moved into the buckets
             if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull) {
-                return;
+                return total;
             }
         }
+        total
     }
 }
 
@@ -183,12 +221,13 @@ impl WorkerStage {
         }
     }
 
-    /// One receive/process/hand-on round. `upstream_done`: every RX lcore
-    /// has stopped and published all it had (read before receiving).
+    /// One receive/process/hand-on round; returns how many packets it
+    /// took. `upstream_done`: every RX lcore has stopped and published all
+    /// it had (read before receiving).
     #[inline]
-    pub fn poll(&mut self, upstream_done: bool) {
+    pub fn poll(&mut self, upstream_done: bool) -> usize {
         if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull) {
-            return;
+            return 0;
         }
         let inputs = &mut self.inputs;
         let n = self.inbuf.fill_with(self.burst, |out| inputs.recv(out));
@@ -196,7 +235,15 @@ impl WorkerStage {
             if upstream_done && self.inputs.is_empty() {
                 self.done = true;
             }
-            return;
+            return 0;
+        }
+        // The headers were last written on the RX core and the frames may be
+        // cold: ask for all of them before touching the first.
+        for m in self.inbuf.as_slice() {
+            m.prefetch_header();
+        }
+        for m in self.inbuf.as_slice() {
+            m.prefetch_data();
         }
         let counters = &*self.counters;
         bump(&counters.worker_packets, n as u64);
@@ -243,6 +290,7 @@ impl WorkerStage {
         let len = self.inbuf.len();
         self.inbuf.consume_front(len);
         flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull);
+        n
     }
 }
 
@@ -260,12 +308,22 @@ pub struct TxStage {
     out_port: [u16; MAX_PORTS],
     burst: usize,
     counters: Arc<LcoreCounters>,
+    /// `--latency`: RX-timestamp field and this lcore's histogram (cycles).
+    latency: Option<(U64Field, Box<Histogram>)>,
     pub done: bool,
 }
 
 impl TxStage {
-    pub fn new(inputs: InputSet, ports: Vec<(Port, u16)>, out_port: [u16; MAX_PORTS], burst: usize, counters: Arc<LcoreCounters>) -> Self {
+    pub fn new(
+        inputs: InputSet,
+        ports: Vec<(Port, u16)>,
+        out_port: [u16; MAX_PORTS],
+        burst: usize,
+        latency: Option<U64Field>,
+        counters: Arc<LcoreCounters>,
+    ) -> Self {
         TxStage {
+            latency: latency.map(|f| (f, Histogram::boxed())),
             inputs,
             inbuf: MbufBurst::new(),
             buckets: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
@@ -277,15 +335,21 @@ impl TxStage {
         }
     }
 
+    /// The latency histogram (cycles), once the stage is done.
+    pub fn take_histogram(&mut self) -> Option<Box<Histogram>> {
+        self.latency.take().map(|(_, h)| h)
+    }
+
+    /// One receive/transmit round; returns how many packets it took.
     #[inline]
-    pub fn poll(&mut self, upstream_done: bool) {
+    pub fn poll(&mut self, upstream_done: bool) -> usize {
         let inputs = &mut self.inputs;
         let n = self.inbuf.fill_with(self.burst, |out| inputs.recv(out));
         if n == 0 {
             if upstream_done && self.inputs.is_empty() {
                 self.done = true;
             }
-            return;
+            return 0;
         }
         bump(&self.counters.tx_in_packets, n as u64);
         for &m in self.inbuf.as_slice() {
@@ -298,6 +362,16 @@ impl TxStage {
                 continue;
             }
             let (port, queue) = self.ports[p];
+            if let Some((field, hist)) = self.latency.as_mut() {
+                // Read just before the first rte_eth_tx_burst of the batch.
+                let now = dpdk::rdtsc_inline();
+                for m in bucket.as_slice() {
+                    let t = m.field(*field);
+                    if t != 0 {
+                        hist.record(now.wrapping_sub(t));
+                    }
+                }
+            }
             let mut tries = 0;
             loop {
                 let sent = port.tx_burst(queue, bucket);
@@ -316,5 +390,6 @@ impl TxStage {
                 dpdk::pause();
             }
         }
+        n
     }
 }
