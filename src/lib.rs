@@ -27,3 +27,4 @@ pub mod pipeline;
 pub mod stats;
 #[forbid(unsafe_code)]
 pub mod wire;
+#[forbid(unsafe_code)] pub mod latency;
