@@ -135,6 +135,10 @@ pub struct Options {
     #[arg(long, value_name = "CYCLES", default_value_t = 0)]
     pub worker_cycles: u32,
 
+    /// Application class NAME:MATCH:LCORES (repeatable), e.g. kv:udp,dst-port=8080:2-3. MATCH terms (all must hold): udp | tcp | proto=N | src=A.B.C.D/LEN | dst=A.B.C.D/LEN | src-port=N | dst-port=N. Matching traffic is handled only by the class's worker lcores (and, where the NIC accepts rte_flow rules, received on the class's own RX queue); the rest goes to the default workers
+    #[arg(long = "class", value_name = "NAME:MATCH:LCORES", value_parser = crate::pipeline::classes::parse_class)]
+    pub class: Vec<crate::pipeline::classes::ClassSpec>,
+
     /// Measure RX-to-TX latency: stamp the TSC at RX (mbuf dynfield), read it just before TX
     #[arg(long)]
     pub latency: bool,

@@ -17,6 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 /// Highest port count tqfwd tracks (DPDK's RTE_MAX_ETHPORTS).
 pub const MAX_PORTS: usize = 32;
 
+/// Most application classes (`--class`).
+pub const MAX_APP_CLASSES: usize = crate::pipeline::classes::MAX_CLASSES;
+
 /// Drop reasons, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DropReason {
@@ -69,6 +72,12 @@ pub struct LcoreCounters {
     pub tx_port_packets: [AtomicU64; MAX_PORTS],
     /// Drops by reason (DropReason::index()).
     pub drops: [AtomicU64; 4],
+    /// Application classes (index 0 = default): packets classified at RX,
+    /// of which received on the class's dedicated (rte_flow) queue, and
+    /// hand-off drops of the class's packets.
+    pub class_rx: [AtomicU64; MAX_APP_CLASSES + 1],
+    pub class_rx_dedicated: [AtomicU64; MAX_APP_CLASSES + 1],
+    pub class_drops: [AtomicU64; MAX_APP_CLASSES + 1],
     /// Loop iterations that moved packets, and the TSC cycles they took.
     pub busy_polls: AtomicU64,
     pub busy_cycles: AtomicU64,
@@ -129,6 +138,8 @@ pub struct Totals {
     pub rx: u64,
     pub tx: u64,
     pub drops: [u64; 4],
+    pub class_rx: [u64; MAX_APP_CLASSES + 1],
+    pub class_drops: [u64; MAX_APP_CLASSES + 1],
 }
 
 impl Totals {
@@ -140,6 +151,10 @@ impl Totals {
             for (i, d) in c.drops.iter().enumerate() {
                 t.drops[i] += get(d);
             }
+            for i in 0..=MAX_APP_CLASSES {
+                t.class_rx[i] += get(&c.class_rx[i]);
+                t.class_drops[i] += get(&c.class_drops[i]);
+            }
         }
         t
     }
@@ -150,7 +165,7 @@ impl Totals {
 }
 
 /// One periodic stats line: rates since the previous snapshot, and drops.
-pub fn stats_line(elapsed_s: f64, prev: &Totals, now: &Totals, interval_s: f64) -> String {
+pub fn stats_line(elapsed_s: f64, prev: &Totals, now: &Totals, interval_s: f64, class_names: &[String]) -> String {
     let rx_mpps = (now.rx - prev.rx) as f64 / interval_s / 1e6;
     let tx_mpps = (now.tx - prev.tx) as f64 / interval_s / 1e6;
     let mut line = format!(
@@ -164,6 +179,10 @@ pub fn stats_line(elapsed_s: f64, prev: &Totals, now: &Totals, interval_s: f64) 
         if d != 0 {
             line.push_str(&format!(" {}={}", r.name(), d));
         }
+    }
+    for (i, name) in class_names.iter().enumerate() {
+        let mpps = (now.class_rx[i] - prev.class_rx[i]) as f64 / interval_s / 1e6;
+        line.push_str(&format!(" | {name} {mpps:.3} Mpps drops {}", now.class_drops[i]));
     }
     line
 }
@@ -219,6 +238,28 @@ pub struct LatencyReport {
     pub samples: u64,
 }
 
+/// One application class (or `default`) in the final report.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClassReport {
+    pub name: String,
+    #[serde(rename = "match")]
+    pub matcher: String,
+    /// Worker lcores dedicated to it.
+    pub lcores: Vec<u32>,
+    /// Packets classified into it at RX.
+    pub packets: u64,
+    /// Of those, received on its dedicated RX queue (rte_flow rule hit).
+    pub dedicated_queue_packets: u64,
+    /// Hand-off drops of its packets.
+    pub drops: u64,
+    /// RX lcore -> packets of this class it received.
+    pub rx_lcores: BTreeMap<u32, u64>,
+    /// Worker lcore -> packets it handled (only this class's lcores).
+    pub worker_lcores: BTreeMap<u32, u64>,
+    /// Per port: "rte_flow queue N" or why the software path is used.
+    pub steering: Vec<String>,
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct Report {
     pub backend: &'static str,
@@ -240,6 +281,9 @@ pub struct Report {
     pub lcores: Vec<LcoreReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub latency_ns: Option<LatencyReport>,
+    /// `--class` counters (empty without classes).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub app_classes: Vec<ClassReport>,
     pub signal: Option<i32>,
 }
 
@@ -325,6 +369,19 @@ impl Report {
                 l.busy_cycles_per_packet,
                 l.avg_burst,
                 l.idle_polls
+            ));
+        }
+        for c in &self.app_classes {
+            s.push_str(&format!(
+                "  class {} ({}): packets {} (dedicated queue {}) drops {} rx lcores {:?} worker lcores {:?} steering: {}\n",
+                c.name,
+                c.matcher,
+                c.packets,
+                c.dedicated_queue_packets,
+                c.drops,
+                c.rx_lcores,
+                c.worker_lcores,
+                c.steering.join("; ")
             ));
         }
         if let Some(l) = &self.latency_ns {

@@ -53,7 +53,7 @@ fn check_output(out: &[pcap::PcapPacket], inputs: &[Vec<u8>], out_port: u8, out_
 /// Two ports with two RX queues each (two rx_pcap files), two RX lcores and
 /// two workers on two EAL lcores, so hashing, both topologies and several
 /// producers per consumer are exercised.
-fn pcap_roundtrip(backend: &str, topology: &str) {
+fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
     let _g = serial();
     let dir = scratch(&format!("{backend}-{topology}"));
     let mut per_port_inputs: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
@@ -70,15 +70,12 @@ fn pcap_roundtrip(backend: &str, topology: &str) {
         vdevs.push(args);
     }
     let eal = eal_args("0-1", &vdevs);
-    let run = run_tqfwd(
-        &dir,
-        &eal,
-        &[
-            "--backend", backend, "--topology", topology, "--rx-lcores", "0-1", "--worker-lcores", "0-1", "--tx-lcores", "0",
-            "--on-full", "wait", "--depth", "256", "--burst", "16", "--duration", "2", "--stats-interval", "0",
-        ],
-        Duration::from_secs(60),
-    );
+    let mut app = vec![
+        "--backend", backend, "--topology", topology, "--rx-lcores", "0-1", "--worker-lcores", "0-1", "--tx-lcores", "0",
+        "--on-full", "wait", "--depth", "256", "--burst", "16", "--duration", "2", "--stats-interval", "0",
+    ];
+    app.extend_from_slice(extra);
+    let run = run_tqfwd(&dir, &eal, &app, Duration::from_secs(60));
     assert_clean_end(&run);
     let j = run.json();
     let total = (4 * FRAMES_PER_FILE) as u64;
@@ -101,6 +98,18 @@ fn pcap_roundtrip(backend: &str, topology: &str) {
     for l in lcores {
         assert!(l["worker_packets"].as_u64().unwrap() > 0, "worker on lcore {} idle", l["lcore"]);
     }
+    // --latency: every stamped packet measured once at TX.
+    if let Some(i) = extra.iter().position(|a| *a == "--latency") {
+        let sample: u64 = if extra.get(i + 1) == Some(&"--latency-sample") { extra[i + 2].parse().unwrap() } else { 1 };
+        let l = &j["latency_ns"];
+        // Each RX lcore stamps 1 in `sample` of the packets it receives.
+        let per_lcore = 2 * FRAMES_PER_FILE as u64;
+        assert_eq!(l["samples"].as_u64().unwrap(), 2 * (per_lcore / sample), "{}", run.describe());
+        let (p50, p99, max) = (l["p50"].as_f64().unwrap(), l["p99"].as_f64().unwrap(), l["max"].as_f64().unwrap());
+        assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "percentiles out of order: {l}");
+    } else {
+        assert!(j.get("latency_ns").is_none());
+    }
     for (port, out_port) in [(0usize, 1u8), (1, 0)] {
         let out = pcap::read_all(dir.join(format!("out{out_port}.pcap"))).expect("read output pcap");
         let mac = mac_bytes(j["ports"][out_port as usize]["mac"].as_str().unwrap());
@@ -111,22 +120,22 @@ fn pcap_roundtrip(backend: &str, topology: &str) {
 
 #[test]
 fn pcap_tq_sharded() {
-    pcap_roundtrip("tq", "sharded");
+    pcap_roundtrip("tq", "sharded", &[]);
 }
 
 #[test]
 fn pcap_tq_shared() {
-    pcap_roundtrip("tq", "shared");
+    pcap_roundtrip("tq", "shared", &["--latency"]);
 }
 
 #[test]
 fn pcap_ring_sharded() {
-    pcap_roundtrip("ring", "sharded");
+    pcap_roundtrip("ring", "sharded", &["--latency", "--latency-sample", "3"]);
 }
 
 #[test]
 fn pcap_ring_shared() {
-    pcap_roundtrip("ring", "shared");
+    pcap_roundtrip("ring", "shared", &[]);
 }
 
 /// Odd frames (runts, VLAN, QinQ, ARP, IPv6, truncated headers, 1518-byte)
@@ -226,4 +235,58 @@ fn drops_counted_tq() {
 #[test]
 fn drops_counted_ring() {
     drops_counted("ring");
+}
+
+/// `--class`: UDP to port 8080 is handled only by the class's worker
+/// (lcore 1), everything else by the default worker (lcore 0); the software
+/// path (net_pcap has no rte_flow) with per-class counters in the JSON.
+#[test]
+fn class_steers_to_dedicated_worker() {
+    let _g = serial();
+    let dir = scratch("class");
+    let mut frames = Vec::new();
+    let mut n_kv = 0u64;
+    for i in 0..8000usize {
+        let f = i % 40;
+        let mut flow = Flow::nth(f);
+        if f % 4 == 0 {
+            flow.dst_port = 8080;
+            n_kv += 1;
+        }
+        frames.push(gen::udp_frame(&flow, f as u32, (i / 40) as u64, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC));
+    }
+    let in_path = dir.join("in0.pcap");
+    pcap::write_all(&in_path, &frames).unwrap();
+    let empty = dir.join("empty.pcap");
+    pcap::write_all(&empty, Vec::<Vec<u8>>::new()).unwrap();
+    let vdevs = vec![
+        format!("net_pcap0,rx_pcap={},tx_pcap={}", in_path.display(), dir.join("out0.pcap").display()),
+        format!("net_pcap1,rx_pcap={},tx_pcap={}", empty.display(), dir.join("out1.pcap").display()),
+    ];
+    let run = run_tqfwd(
+        &dir,
+        &eal_args("0-1", &vdevs),
+        &["--worker-lcores", "0", "--class", "kv:udp,dst-port=8080:1", "--on-full", "wait", "--duration", "1.5", "--stats-interval", "0"],
+        Duration::from_secs(60),
+    );
+    assert_clean_end(&run);
+    let j = run.json();
+    assert_eq!(j["tx_packets"].as_u64().unwrap(), frames.len() as u64, "{}", run.describe());
+    let classes = j["app_classes"].as_array().expect("app_classes");
+    assert_eq!(classes.len(), 2);
+    assert_eq!(classes[0]["name"], "default");
+    assert_eq!(classes[1]["name"], "kv");
+    assert_eq!(classes[1]["packets"].as_u64().unwrap(), n_kv);
+    assert_eq!(classes[0]["packets"].as_u64().unwrap(), frames.len() as u64 - n_kv);
+    assert_eq!(classes[1]["worker_lcores"]["1"].as_u64().unwrap(), n_kv, "kv handled only by lcore 1");
+    assert_eq!(classes[0]["worker_lcores"]["0"].as_u64().unwrap(), frames.len() as u64 - n_kv);
+    assert!(classes[1]["steering"][0].as_str().unwrap().contains("software"), "net_pcap has no rte_flow");
+    let lcores = j["lcores"].as_array().unwrap();
+    let worker_of = |l: u64| lcores.iter().find(|x| x["lcore"] == l).unwrap()["worker_packets"].as_u64().unwrap();
+    assert_eq!(worker_of(1), n_kv);
+    assert_eq!(worker_of(0), frames.len() as u64 - n_kv);
+    let out = pcap::read_all(dir.join("out1.pcap")).unwrap();
+    let mac = mac_bytes(j["ports"][1]["mac"].as_str().unwrap());
+    check_output(&out, &frames, 1, mac);
+    let _ = std::fs::remove_dir_all(&dir);
 }

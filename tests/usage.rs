@@ -52,6 +52,9 @@ fn bad_app_options_before_eal() {
         (&["--", "--rx-lcores", ""], "--rx-lcores"),
         (&["--", "--worker-lcores", "3-1"], "--worker-lcores"),
         (&["--", "--no-such-option"], "no-such-option"),
+        (&["--", "--class", "kv:udp,dst-port=99999:1"], "--class"),
+        (&["--", "--class", "kv:sctp:1"], "unknown match term"),
+        (&["--", "--class", "kv:dst-port=80:1"], "needs udp or tcp"),
     ] {
         let run = run_raw(args, Duration::from_secs(10));
         assert_usage_error(&run, needle);
@@ -161,4 +164,18 @@ fn sigint_mid_traffic_exits_cleanly() {
         assert!(j["tx_packets"].as_u64().unwrap() > 0);
         let _ = std::fs::remove_dir_all(&dir);
     }
+}
+
+#[test]
+fn class_conflicts_are_usage_errors() {
+    let _g = serial();
+    let run = run_with(eal("0-1", &["net_null0", "net_null1"]), &["--class", "kv:udp:1", "--duration", "1"]);
+    assert_usage_error(&run, "lcore 1 is both a default worker and dedicated to class kv");
+    let run = run_with(
+        eal("0-1", &["net_null0", "net_null1"]),
+        &["--worker-lcores", "0", "--class", "a:udp:1", "--class", "b:tcp:1", "--duration", "1"],
+    );
+    assert_usage_error(&run, "classes a and b overlap on lcore 1");
+    let run = run_with(eal("0-1", &["net_null0", "net_null1"]), &["--worker-lcores", "0", "--class", "a:udp:5", "--duration", "1"]);
+    assert_usage_error(&run, "lcore 5 of class a is not in the EAL lcore set");
 }

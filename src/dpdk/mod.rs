@@ -10,6 +10,7 @@
 //! and DPDK's own `rte_strerror` text, so the binary can print one line.
 
 pub mod eal;
+pub mod flow;
 pub mod mbuf;
 pub mod memory;
 pub mod mempool;

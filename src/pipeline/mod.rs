@@ -11,6 +11,7 @@
 //! every worker stopped and its inputs are empty. Then ports stop and
 //! close, queues and pools are freed, and EAL is cleaned up by the caller.
 
+pub mod classes;
 pub mod handoff;
 pub mod stages;
 
@@ -225,9 +226,38 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let main_socket = eal.lcore_socket(main) as i32;
     let n_rx = layout.rx.len();
     let n_tx = layout.tx.len();
-    let n_workers = layout.worker.len();
     let burst = opts.burst as usize;
     let depth = opts.depth as usize;
+
+    // --- application classes: dedicated workers after the default ones ---
+    let classes = &opts.class;
+    classes::check_classes(classes, &layout.worker).map_err(RunError::Usage)?;
+    let mut workers: Vec<Lcore> = layout.worker.clone();
+    let mut class_workers: Vec<(u32, u32)> = vec![(0, workers.len() as u32)];
+    for c in classes {
+        for l in &c.lcores {
+            if !lcores.contains(l) {
+                return Err(RunError::Usage(format!(
+                    "lcore {l} of class {} is not in the EAL lcore set {lcores:?}: add it to -l/--lcores",
+                    c.name
+                )));
+            }
+        }
+        class_workers.push((workers.len() as u32, c.lcores.len() as u32));
+        workers.extend(&c.lcores);
+    }
+    let n_workers = workers.len();
+    let worker_class = |w: usize| -> u8 { class_workers.iter().rposition(|&(s, n)| (w as u32) >= s && (w as u32) < s + n).unwrap_or(0) as u8 };
+    // RX stages: the RX lcores, plus each class's first lcore, which polls
+    // the class's dedicated queue on ports that accept rte_flow rules.
+    let mut rx_stages: Vec<Lcore> = layout.rx.clone();
+    if !classes.is_empty() {
+        for c in classes {
+            if !rx_stages.contains(&c.lcores[0]) {
+                rx_stages.push(c.lcores[0]);
+            }
+        }
+    }
 
     // --- ports: check limits before touching anything ---
     let mut infos: Vec<PortInfo> = Vec::new();
@@ -270,15 +300,15 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     }
 
     // --- hand-off links (queues on the consumer's socket) ---
-    let worker_sockets: Vec<i32> = layout.worker.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
+    let worker_sockets: Vec<i32> = workers.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
     let tx_sockets: Vec<i32> = layout.tx.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
-    let rx_link = build_link("rw", opts.backend, opts.topology, n_rx, &worker_sockets, depth, burst).map_err(RunError::Runtime)?;
+    let rx_link = build_link("rw", opts.backend, opts.topology, rx_stages.len(), &worker_sockets, depth, burst).map_err(RunError::Runtime)?;
     let tx_link = build_link("wt", opts.backend, opts.topology, n_workers, &tx_sockets, depth, burst).map_err(RunError::Runtime)?;
 
     // --- mempools, one per socket that has ports ---
     let mut rxd = opts.rx_desc;
     let mut txd = opts.tx_desc;
-    let mut all_lcores: Vec<Lcore> = layout.rx.iter().chain(&layout.worker).chain(&layout.tx).copied().collect();
+    let mut all_lcores: Vec<Lcore> = rx_stages.iter().chain(&workers).chain(&layout.tx).copied().collect();
     all_lcores.sort_unstable();
     all_lcores.dedup();
     let buffers_per_lcore = 1 + n_workers + 1 + n_tx + 1 + ports.len();
@@ -289,7 +319,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let mut pools: Vec<Mempool> = Vec::new();
     for &s in &sockets {
         let n_ports_here = infos.iter().filter(|i| socket_or(i.socket, main_socket) == s).count();
-        let descriptors = n_ports_here * (rxd as usize * n_rx + txd as usize * n_tx);
+        let descriptors = n_ports_here * (rxd as usize * (n_rx + classes.len()) + txd as usize * n_tx);
         let size = pool_size(descriptors, rx_link.capacity + tx_link.capacity, all_lcores.len(), buffers_per_lcore, CACHE);
         log::info!("mempool on socket {s}: {size} mbufs ({descriptors} for descriptors, {} for hand-off queues)", rx_link.capacity + tx_link.capacity);
         pools.push(Mempool::create(&format!("tqfwd_pool_s{s}"), size as u32, CACHE as u32, s)?);
@@ -300,6 +330,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     // the pools they use are freed) ---
     let mut open_ports = OpenPorts(Vec::new());
     let mut macs = [[0u8; 6]; MAX_PORTS];
+    let mut port_steering: Vec<String> = vec![String::new(); ports.len()];
+    let mut class_queues: Vec<bool> = vec![false; ports.len()];
+    let mut flow_rules: Vec<Box<dpdk::flow::FlowRule>> = Vec::new();
+    let mut installed_flows: Vec<dpdk::flow::InstalledFlow> = Vec::new();
     for (i, (port, info)) in ports.iter().zip(&infos).enumerate() {
         let psock = socket_or(info.socket, main_socket);
         let rss_hf = if n_rx > 1 {
@@ -315,27 +349,42 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             0
         };
         open_ports.0.push(*port);
-        port.configure(n_rx as u16, n_tx as u16, rss_hf, 0)?;
-        let (mut r, mut t) = (opts.rx_desc, opts.tx_desc);
-        port.adjust_descriptors(&mut r, &mut t)?;
+        // With classes, try one extra RX queue per class and steer each
+        // class to its queue with rte_flow; a PMD that refuses gets the
+        // port brought up again without them (software classification).
+        let n_class_q = if !classes.is_empty() && (info.max_rx_queues as usize) >= n_rx + classes.len() { classes.len() } else { 0 };
+        if !classes.is_empty() && n_class_q == 0 {
+            port_steering[i] = format!("port {i}: software (device allows {} RX queues, needs {})", info.max_rx_queues, n_rx + classes.len());
+        }
+        let (r, t) = bring_up(*port, n_rx + n_class_q, n_tx, rss_hf, opts, psock, pool_for(psock))?;
+        if n_class_q > 0 {
+            match install_class_rules(port.id(), classes, n_rx) {
+                Ok((rules, flows)) => {
+                    port_steering[i] = format!("port {i}: rte_flow to queues {}..{}", n_rx, n_rx + n_class_q - 1);
+                    class_queues[i] = true;
+                    flow_rules.extend(rules);
+                    installed_flows.extend(flows);
+                }
+                Err(e) => {
+                    log::info!("port {i} ({}): rte_flow rules refused ({e}); classes use software classification on this port", info.driver);
+                    port_steering[i] = format!("port {i}: software (rte_flow refused: {})", e.text);
+                    port.stop()?;
+                    bring_up(*port, n_rx, n_tx, rss_hf, opts, psock, pool_for(psock))?;
+                }
+            }
+        }
         rxd = rxd.max(r);
         txd = txd.max(t);
-        for q in 0..n_rx {
-            port.setup_rx_queue(q as u16, r, psock, pool_for(psock))?;
-        }
-        for q in 0..n_tx {
-            port.setup_tx_queue(q as u16, t, psock)?;
-        }
         macs[i] = port.mac()?;
-        port.start()?;
         if let Err(e) = port.enable_promiscuous() {
             log::warn!("port {i}: promiscuous mode not enabled ({e})");
         }
         log::info!(
-            "port {i}: {} ({}), socket {psock}, mac {}, {n_rx} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}",
+            "port {i}: {} ({}), socket {psock}, mac {}, {} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}",
             info.name,
             info.driver,
             mac_string(&macs[i]),
+            n_rx + if class_queues[i] { classes.len() } else { 0 },
             if rss_hf != 0 { "on" } else { "off" }
         );
     }
@@ -371,11 +420,32 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let mut work: Vec<(Lcore, Mutex<Option<LcoreWork>>)> = Vec::new();
     for &l in &all_lcores {
         let c = counters_of(l);
-        let rx = layout.rx.iter().position(|&x| x == l).map(|q| {
-            let queues = ports.iter().map(|&p| (p, q as u16)).collect();
-            RxStage::new(queues, rx_senders[q].take().expect("rx senders"), burst, wait, stamp_field.map(|f| (f, opts.latency_sample)), c.clone())
+        let rx = rx_stages.iter().position(|&x| x == l).map(|stage| {
+            let mut queues: Vec<(Port, u16, u8)> = Vec::new();
+            if let Some(q) = layout.rx.iter().position(|&x| x == l) {
+                queues.extend(ports.iter().map(|&p| (p, q as u16, 0u8)));
+            }
+            for (k, c) in classes.iter().enumerate() {
+                if c.lcores[0] == l {
+                    for (i, &p) in ports.iter().enumerate() {
+                        if class_queues[i] {
+                            queues.push((p, (n_rx + k) as u16, (k + 1) as u8));
+                        }
+                    }
+                }
+            }
+            RxStage::new(
+                queues,
+                rx_senders[stage].take().expect("rx senders"),
+                burst,
+                wait,
+                stamp_field.map(|f| (f, opts.latency_sample)),
+                classes.iter().map(|c| c.matcher).collect(),
+                class_workers.clone(),
+                c.clone(),
+            )
         });
-        let worker = layout.worker.iter().position(|&x| x == l).map(|w| {
+        let worker = workers.iter().position(|&x| x == l).map(|w| {
             WorkerStage::new(
                 worker_inputs[w].take().expect("worker inputs"),
                 worker_senders[w].take().expect("worker senders"),
@@ -384,6 +454,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 map.clone(),
                 !opts.no_mac_rewrite,
                 opts.worker_cycles as u64,
+                worker_class(w),
                 c.clone(),
             )
         });
@@ -402,22 +473,24 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         opts.backend.name(),
         opts.topology.name(),
         opts.on_full.name(),
-        layout.rx,
-        layout.worker,
+        rx_stages,
+        workers,
         layout.tx
     );
 
     // --- run ---
-    let phase = Phase { rx_done: AtomicUsize::new(0), workers_done: AtomicUsize::new(0), n_rx, n_workers };
+    let phase = Phase { rx_done: AtomicUsize::new(0), workers_done: AtomicUsize::new(0), n_rx: rx_stages.len(), n_workers };
     let finished = Arc::new(AtomicBool::new(false));
     let reporter = {
         let finished = finished.clone();
         let counters: Vec<Arc<LcoreCounters>> = counters.iter().map(|(_, c)| c.clone()).collect();
         let interval = opts.stats_interval;
         let duration = opts.duration;
+        let class_names: Vec<String> =
+            if classes.is_empty() { Vec::new() } else { std::iter::once("default".to_string()).chain(classes.iter().map(|c| c.name.clone())).collect() };
         std::thread::Builder::new()
             .name("tqfwd-stats".into())
-            .spawn(move || stats_thread(&finished, &counters, interval, duration))
+            .spawn(move || stats_thread(&finished, &counters, interval, duration, &class_names))
             .map_err(|e| RunError::Runtime(format!("cannot start the stats thread: {e}")))?
     };
     let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
@@ -438,7 +511,13 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let _ = reporter.join();
     launch?;
 
-    // --- shutdown: ports, then count what is still in use ---
+    // --- shutdown: flow rules, ports, then count what is still in use ---
+    for f in installed_flows {
+        if let Err(e) = f.destroy() {
+            log::warn!("{e}");
+        }
+    }
+    drop(flow_rules);
     let mut port_reports = Vec::new();
     let tsc_hz = dpdk::tsc_hz().max(1) as f64;
     let start_tsc = counters.iter().map(|(_, c)| c.rx_start_tsc.load(Ordering::Relaxed)).filter(|&t| t != 0).min().unwrap_or(0);
@@ -491,6 +570,33 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         None
     };
     let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
+    let mut app_classes = Vec::new();
+    if !classes.is_empty() {
+        let names = std::iter::once(("default".to_string(), "(unclassified)".to_string(), layout.worker.clone()))
+            .chain(classes.iter().map(|c| (c.name.clone(), c.text.splitn(3, ':').nth(1).unwrap_or("").to_string(), c.lcores.clone())));
+        for (k, (name, matcher, class_lcores)) in names.enumerate() {
+            let sum = |f: &dyn Fn(&LcoreCounters) -> u64| counters.iter().map(|(_, c)| f(c)).sum::<u64>();
+            let rx_lcores = counters
+                .iter()
+                .filter_map(|(l, c)| {
+                    let n = c.class_rx[k].load(Ordering::Relaxed);
+                    (n > 0).then_some((*l, n))
+                })
+                .collect();
+            let worker_lcores = class_lcores.iter().map(|&l| (l, counters_of(l).worker_packets.load(Ordering::Relaxed))).collect();
+            app_classes.push(stats::ClassReport {
+                name,
+                matcher,
+                lcores: class_lcores,
+                packets: totals.class_rx[k],
+                dedicated_queue_packets: sum(&|c| c.class_rx_dedicated[k].load(Ordering::Relaxed)),
+                drops: totals.class_drops[k],
+                rx_lcores,
+                worker_lcores,
+                steering: if k == 0 { Vec::new() } else { port_steering.clone() },
+            });
+        }
+    }
     let conservation_ok = totals.rx == totals.tx + totals.drops_total();
     let rate = |n: u64| if duration_s > 0.0 { n as f64 / duration_s / 1e6 } else { 0.0 };
     Ok(Report {
@@ -512,11 +618,59 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         ports: port_reports,
         lcores: counters
             .iter()
-            .map(|(l, c)| stats::lcore_report(*l, eal.lcore_socket(*l), layout.roles_of(*l), c))
+            .map(|(l, c)| {
+                let roles = Roles { rx: rx_stages.contains(l), worker: workers.contains(l), tx: layout.tx.contains(l) };
+                stats::lcore_report(*l, eal.lcore_socket(*l), roles, c)
+            })
             .collect(),
         latency_ns,
+        app_classes,
         signal: signal::last_signal(),
     })
+}
+
+/// Configures `port` with `n_rxq` RX and `n_tx` TX queues, sets them up
+/// and starts it; returns the adjusted (RX, TX) descriptor counts.
+fn bring_up(port: Port, n_rxq: usize, n_tx: usize, rss_hf: u64, opts: &Options, socket: i32, pool: &Mempool) -> Result<(u16, u16), RunError> {
+    port.configure(n_rxq as u16, n_tx as u16, rss_hf, 0)?;
+    let (mut r, mut t) = (opts.rx_desc, opts.tx_desc);
+    port.adjust_descriptors(&mut r, &mut t)?;
+    for q in 0..n_rxq {
+        port.setup_rx_queue(q as u16, r, socket, pool)?;
+    }
+    for q in 0..n_tx {
+        port.setup_tx_queue(q as u16, t, socket)?;
+    }
+    port.start()?;
+    Ok((r, t))
+}
+
+/// Validates and creates one rte_flow rule per class (class k to queue
+/// `first_queue + k`); all or nothing.
+#[allow(clippy::type_complexity)]
+fn install_class_rules(
+    port: u16,
+    classes: &[classes::ClassSpec],
+    first_queue: usize,
+) -> Result<(Vec<Box<dpdk::flow::FlowRule>>, Vec<dpdk::flow::InstalledFlow>), dpdk::DpdkError> {
+    let rules: Vec<Box<dpdk::flow::FlowRule>> =
+        classes.iter().enumerate().map(|(k, c)| dpdk::flow::FlowRule::build(&c.matcher, (first_queue + k) as u16)).collect();
+    for r in &rules {
+        r.validate(port)?;
+    }
+    let mut flows = Vec::new();
+    for r in &rules {
+        match r.create(port) {
+            Ok(f) => flows.push(f),
+            Err(e) => {
+                for f in flows {
+                    let _ = f.destroy();
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok((rules, flows))
 }
 
 /// Ports configured so far; stopped and closed on drop so that an early
@@ -564,7 +718,7 @@ fn wait_for_links(ports: &[Port], timeout_s: f64) {
 
 /// Prints a stats line every `interval` seconds and requests the quit after
 /// `duration`, until `finished`.
-fn stats_thread(finished: &AtomicBool, counters: &[Arc<LcoreCounters>], interval: f64, duration: Option<f64>) {
+fn stats_thread(finished: &AtomicBool, counters: &[Arc<LcoreCounters>], interval: f64, duration: Option<f64>, class_names: &[String]) {
     let start = Instant::now();
     let mut prev = Totals::default();
     let mut next_line = interval;
@@ -578,7 +732,7 @@ fn stats_thread(finished: &AtomicBool, counters: &[Arc<LcoreCounters>], interval
         }
         if interval > 0.0 && t >= next_line {
             let now = Totals::collect(counters.iter().map(|c| &**c));
-            println!("{}", stats::stats_line(t, &prev, &now, interval));
+            println!("{}", stats::stats_line(t, &prev, &now, interval, class_names));
             prev = now;
             next_line += interval;
         }

@@ -10,7 +10,8 @@
 use super::handoff::{InputSet, Sender};
 use crate::dpdk::{self, MbufBurst, Port, U64Field};
 use crate::latency::Histogram;
-use crate::stats::{bump, DropReason, LcoreCounters, MAX_PORTS};
+use super::classes::{self, Match};
+use crate::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES, MAX_PORTS};
 use crate::wire::{self, FrameClass};
 use std::sync::Arc;
 
@@ -27,10 +28,19 @@ fn reduce(hash: u32, n: u32) -> usize {
 /// Hands every non-empty bucket to its sender. With `wait`, returns false
 /// when something could not be sent (it stays in the bucket); otherwise the
 /// rest is freed and counted under `reason`.
+/// `bucket_class[i]` is the application class of bucket i's packets (0 =
+/// default), for per-class drop counts.
 #[inline]
-fn flush_buckets(buckets: &mut [MbufBurst], senders: &mut [Sender], wait: bool, counters: &LcoreCounters, reason: DropReason) -> bool {
+fn flush_buckets(
+    buckets: &mut [MbufBurst],
+    senders: &mut [Sender],
+    wait: bool,
+    counters: &LcoreCounters,
+    reason: DropReason,
+    bucket_class: &[u8],
+) -> bool {
     let mut all_sent = true;
-    for (bucket, sender) in buckets.iter_mut().zip(senders.iter_mut()) {
+    for (i, (bucket, sender)) in buckets.iter_mut().zip(senders.iter_mut()).enumerate() {
         if bucket.is_empty() {
             continue;
         }
@@ -41,6 +51,8 @@ fn flush_buckets(buckets: &mut [MbufBurst], senders: &mut [Sender], wait: bool, 
                 all_sent = false;
             } else {
                 counters.count_drop(reason, bucket.len() as u64);
+                let class = bucket_class.get(i).copied().unwrap_or(0) as usize;
+                bump(&counters.class_drops[class % (MAX_APP_CLASSES + 1)], bucket.len() as u64);
                 bucket.free_all();
             }
         }
@@ -54,7 +66,15 @@ fn flush_buckets(buckets: &mut [MbufBurst], senders: &mut [Sender], wait: bool, 
 /// flow (RSS hash when the NIC gave one, else a 5-tuple hash), so a flow
 /// always takes one worker and keeps its order.
 pub struct RxStage {
-    queues: Vec<(Port, u16)>,
+    /// (port, queue, dedicated class: 0 = a normal queue, k = class k's
+    /// rte_flow queue).
+    queues: Vec<(Port, u16, u8)>,
+    /// Application classes (`--class`), in order; empty = no classes.
+    classes: Vec<Match>,
+    /// Worker index range (start, count) per class, index 0 = default.
+    class_workers: Vec<(u32, u32)>,
+    /// Class of each worker bucket.
+    bucket_class: Vec<u8>,
     senders: Vec<Sender>,
     buckets: Vec<MbufBurst>,
     rx: MbufBurst,
@@ -72,16 +92,30 @@ pub struct RxStage {
 }
 
 impl RxStage {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
-        queues: Vec<(Port, u16)>,
+        queues: Vec<(Port, u16, u8)>,
         senders: Vec<Sender>,
         burst: usize,
         wait: bool,
         stamp: Option<(U64Field, u32)>,
+        classes: Vec<Match>,
+        class_workers: Vec<(u32, u32)>,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         let n_workers = senders.len() as u32;
+        let mut bucket_class = vec![0u8; senders.len()];
+        for (k, &(start, count)) in class_workers.iter().enumerate() {
+            for w in start..start + count {
+                if let Some(b) = bucket_class.get_mut(w as usize) {
+                    *b = k as u8;
+                }
+            }
+        }
         RxStage {
+            classes,
+            class_workers,
+            bucket_class,
             stamp,
             since_sample: 0,
             first_queue: 0,
@@ -107,7 +141,7 @@ impl RxStage {
             self.started = true;
             self.counters.rx_start_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
         }
-        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull) {
+        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class) {
             return 0; // back-pressure: the NIC queue holds the rest
         }
         if stop {
@@ -122,7 +156,7 @@ impl RxStage {
         self.first_queue = if self.first_queue + 1 >= nq { 0 } else { self.first_queue + 1 };
         for k in 0..nq {
             let i = if self.first_queue + k >= nq { self.first_queue + k - nq } else { self.first_queue + k };
-            let (port, queue) = self.queues[i];
+            let (port, queue, dedicated) = self.queues[i];
             let n = port.rx_burst(queue, &mut self.rx, self.burst);
             if n == 0 {
                 continue;
@@ -142,7 +176,29 @@ impl RxStage {
                     }
                 }
             }
-            if self.n_workers == 1 {
+            if !self.classes.is_empty() {
+                // Software classification (also on dedicated queues: a rule
+                // steers, the classifier decides).
+                let mut per_class = [0u64; MAX_APP_CLASSES + 1];
+                for &m in self.rx.as_slice() {
+                    let data = m.data();
+                    let info = wire::parse(data);
+                    let key = classes::flow_key(data, &info);
+                    let class = self.classes.iter().position(|c| c.matches(&key)).map_or(0, |k| k + 1);
+                    per_class[class] += 1;
+                    let hash = m.rss_hash().unwrap_or(info.flow_hash);
+                    let (start, count) = self.class_workers[class];
+                    let _ = self.buckets[start as usize + reduce(hash, count)].push(m);
+                }
+                for (k, &c) in per_class.iter().enumerate() {
+                    if c != 0 {
+                        bump(&self.counters.class_rx[k], c);
+                        if dedicated != 0 {
+                            bump(&self.counters.class_rx_dedicated[k], c);
+                        }
+                    }
+                }
+            } else if self.n_workers == 1 {
                 for &m in self.rx.as_slice() {
                     let _ = self.buckets[0].push(m);
                 }
@@ -156,7 +212,7 @@ impl RxStage {
                 }
             }
             self.rx.consume_front(n); // moved into the buckets
-            if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull) {
+            if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class) {
                 return total;
             }
         }
@@ -190,6 +246,9 @@ pub struct WorkerStage {
     map: Box<PortMap>,
     rewrite: bool,
     work_cycles: u64,
+    /// The application class this worker serves (0 = default), repeated
+    /// per TX bucket for drop accounting.
+    bucket_class: Vec<u8>,
     counters: Arc<LcoreCounters>,
     pub done: bool,
 }
@@ -204,9 +263,11 @@ impl WorkerStage {
         map: PortMap,
         rewrite: bool,
         work_cycles: u64,
+        class: u8,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         WorkerStage {
+            bucket_class: vec![class; senders.len()],
             inputs,
             buckets: (0..senders.len()).map(|_| MbufBurst::new()).collect(),
             senders,
@@ -226,7 +287,7 @@ impl WorkerStage {
     /// it had (read before receiving).
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
-        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull) {
+        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull, &self.bucket_class) {
             return 0;
         }
         let inputs = &mut self.inputs;
@@ -289,7 +350,7 @@ impl WorkerStage {
         }
         let len = self.inbuf.len();
         self.inbuf.consume_front(len);
-        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull);
+        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull, &self.bucket_class);
         n
     }
 }
