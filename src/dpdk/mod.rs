@@ -18,6 +18,7 @@ pub mod port;
 pub mod ring;
 pub mod signal;
 pub mod sys;
+pub mod telemetry;
 
 use std::ffi::CStr;
 use std::fmt;

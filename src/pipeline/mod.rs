@@ -13,6 +13,7 @@
 
 pub mod classes;
 pub mod handoff;
+pub mod telemetry;
 pub mod stages;
 
 use crate::cli::{Options, OnFull};
@@ -21,7 +22,7 @@ use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
 use handoff::{build_link, InputSet};
 use stages::{PortMap, RxStage, TxStage, WorkerStage};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -480,35 +481,51 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
 
     // --- run ---
     let phase = Phase { rx_done: AtomicUsize::new(0), workers_done: AtomicUsize::new(0), n_rx: rx_stages.len(), n_workers };
-    let finished = Arc::new(AtomicBool::new(false));
-    let reporter = {
-        let finished = finished.clone();
-        let counters: Vec<Arc<LcoreCounters>> = counters.iter().map(|(_, c)| c.clone()).collect();
-        let interval = opts.stats_interval;
-        let duration = opts.duration;
-        let class_names: Vec<String> =
-            if classes.is_empty() { Vec::new() } else { std::iter::once("default".to_string()).chain(classes.iter().map(|c| c.name.clone())).collect() };
-        std::thread::Builder::new()
-            .name("tqfwd-stats".into())
-            .spawn(move || stats_thread(&finished, &counters, interval, duration, &class_names))
-            .map_err(|e| RunError::Runtime(format!("cannot start the stats thread: {e}")))?
-    };
-    let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
-    let launch = eal.run_on_all_lcores(|lcore| {
-        let taken = work.iter().find(|(l, _)| *l == lcore).and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
-        if let Some(mut w) = taken {
-            run_lcore(&mut w, &phase, &counters_of(lcore));
-            if let Some(h) = w.tx.as_mut().and_then(|t| t.take_histogram()) {
-                if let Ok(mut v) = histograms.lock() {
-                    v.push(h);
-                }
-            }
-            // Stage buffers are empty here; dropping them frees nothing.
-            drop(w);
-        }
+    let class_names: Vec<String> =
+        if classes.is_empty() { Vec::new() } else { std::iter::once("default".to_string()).chain(classes.iter().map(|c| c.name.clone())).collect() };
+    let live = Arc::new(telemetry::Live {
+        backend: opts.backend.name(),
+        topology: opts.topology.name(),
+        lcores: counters
+            .iter()
+            .map(|(l, c)| (*l, Roles { rx: rx_stages.contains(l), worker: workers.contains(l), tx: layout.tx.contains(l) }, c.clone()))
+            .collect(),
+        ports: ports.iter().zip(&infos).map(|(p, i)| (p.id(), i.name.clone(), i.driver.clone())).collect(),
+        rx_lcores: layout.rx.clone(),
+        class_names: class_names.clone(),
+        started: Instant::now(),
+        mbufs_in_use: AtomicU64::new(0),
+        running: AtomicBool::new(true),
     });
-    finished.store(true, Ordering::Release);
-    let _ = reporter.join();
+    if let Err(e) = telemetry::register_all(&live) {
+        log::warn!("telemetry commands not registered: {e}");
+    }
+    let finished = AtomicBool::new(false);
+    let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
+    let launch = std::thread::scope(|scope| {
+        let reporter = std::thread::Builder::new().name("tqfwd-stats".into()).spawn_scoped(scope, || {
+            stats_thread(&finished, &live, &pools, &ports, opts.stats_interval, opts.duration)
+        });
+        if let Err(e) = &reporter {
+            log::warn!("no stats thread ({e}): stats lines and --duration are off");
+        }
+        let launch = eal.run_on_all_lcores(|lcore| {
+            let taken = work.iter().find(|(l, _)| *l == lcore).and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
+            if let Some(mut w) = taken {
+                run_lcore(&mut w, &phase, &counters_of(lcore));
+                if let Some(h) = w.tx.as_mut().and_then(|t| t.take_histogram()) {
+                    if let Ok(mut v) = histograms.lock() {
+                        v.push(h);
+                    }
+                }
+                // Stage buffers are empty here; dropping them frees nothing.
+                drop(w);
+            }
+        });
+        finished.store(true, Ordering::Release);
+        launch
+    });
+    live.running.store(false, Ordering::Relaxed);
     launch?;
 
     // --- shutdown: flow rules, ports, then count what is still in use ---
@@ -716,14 +733,16 @@ fn wait_for_links(ports: &[Port], timeout_s: f64) {
     }
 }
 
-/// Prints a stats line every `interval` seconds and requests the quit after
-/// `duration`, until `finished`.
-fn stats_thread(finished: &AtomicBool, counters: &[Arc<LcoreCounters>], interval: f64, duration: Option<f64>, class_names: &[String]) {
+/// Prints a stats line every `interval` seconds (with port error counters
+/// when non-zero), keeps the live mbuf count for telemetry, and requests the
+/// quit after `duration`, until `finished`.
+fn stats_thread(finished: &AtomicBool, live: &telemetry::Live, pools: &[Mempool], ports: &[Port], interval: f64, duration: Option<f64>) {
     let start = Instant::now();
     let mut prev = Totals::default();
     let mut next_line = interval;
     while !finished.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(20));
+        live.mbufs_in_use.store(pools.iter().map(|p| p.in_use() as u64).sum(), Ordering::Relaxed);
         let t = start.elapsed().as_secs_f64();
         if let Some(d) = duration {
             if t >= d && !signal::quit_requested() {
@@ -731,8 +750,17 @@ fn stats_thread(finished: &AtomicBool, counters: &[Arc<LcoreCounters>], interval
             }
         }
         if interval > 0.0 && t >= next_line {
-            let now = Totals::collect(counters.iter().map(|c| &**c));
-            println!("{}", stats::stats_line(t, &prev, &now, interval, class_names));
+            let now = Totals::collect(live.lcores.iter().map(|(_, _, c)| &**c));
+            let mut line = stats::stats_line(t, &prev, &now, interval, &live.class_names);
+            for p in ports {
+                let hw = p.stats();
+                for (name, v) in [("imissed", hw.imissed), ("rx_nombuf", hw.rx_nombuf), ("ierrors", hw.ierrors), ("oerrors", hw.oerrors)] {
+                    if v != 0 {
+                        line.push_str(&format!(" | port{} {name}={v}", p.id()));
+                    }
+                }
+            }
+            println!("{line}");
             prev = now;
             next_line += interval;
         }
