@@ -147,6 +147,10 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub latency_sample: u32,
 
+    /// Mbufs per NUMA socket's pool (default: sized for descriptors + queue capacity + caches)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(64..=16_777_216))]
+    pub mbufs: Option<u32>,
+
     /// RX descriptors per queue (adjusted to the device's limits)
     #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
     pub rx_desc: u16,

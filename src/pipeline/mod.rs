@@ -321,9 +321,13 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     for &s in &sockets {
         let n_ports_here = infos.iter().filter(|i| socket_or(i.socket, main_socket) == s).count();
         let descriptors = n_ports_here * (rxd as usize * (n_rx + classes.len()) + txd as usize * n_tx);
-        let size = pool_size(descriptors, rx_link.capacity + tx_link.capacity, all_lcores.len(), buffers_per_lcore, CACHE);
+        let size = match opts.mbufs {
+            Some(n) => n as usize,
+            None => pool_size(descriptors, rx_link.capacity + tx_link.capacity, all_lcores.len(), buffers_per_lcore, CACHE),
+        };
         log::info!("mempool on socket {s}: {size} mbufs ({descriptors} for descriptors, {} for hand-off queues)", rx_link.capacity + tx_link.capacity);
-        pools.push(Mempool::create(&format!("tqfwd_pool_s{s}"), size as u32, CACHE as u32, s)?);
+        let cache = CACHE.min(size * 2 / 3 / 2).min(512);
+        pools.push(Mempool::create(&format!("tqfwd_pool_s{s}"), size as u32, cache as u32, s)?);
     }
     let pool_for = |socket: i32| -> &Mempool { pools.iter().find(|p| p.socket == socket).expect("pool per socket") };
 
@@ -461,7 +465,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         });
         let tx = layout.tx.iter().position(|&x| x == l).map(|t| {
             let tx_ports = ports.iter().map(|&p| (p, t as u16)).collect();
-            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, stamp_field, c.clone())
+            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, stamp_field, wait, c.clone())
         });
         work.push((l, Mutex::new(Some(LcoreWork { rx, worker, tx }))));
     }

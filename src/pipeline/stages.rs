@@ -19,6 +19,10 @@ use std::sync::Arc;
 /// and counted as `tx_full`.
 pub const TX_RETRIES: u32 = 64;
 
+/// With `--on-full wait`, how long shutdown waits for a stalled port to
+/// take what the TX stage holds before freeing it as `tx_full`.
+pub const TX_STALL_GIVE_UP_S: f64 = 1.0;
+
 /// Maps a 32-bit hash onto 0..n without a division (Lemire's reduction).
 #[inline]
 fn reduce(hash: u32, n: u32) -> usize {
@@ -371,6 +375,12 @@ pub struct TxStage {
     counters: Arc<LcoreCounters>,
     /// `--latency`: RX-timestamp field and this lcore's histogram (cycles).
     latency: Option<(U64Field, Box<Histogram>)>,
+    /// `--on-full wait`: keep what a port refuses instead of dropping it.
+    wait: bool,
+    /// Buckets hold packets a port refused (wait mode).
+    pending: bool,
+    /// During shutdown: when to give up on a stalled port.
+    give_up_at: Option<u64>,
     pub done: bool,
 }
 
@@ -381,9 +391,13 @@ impl TxStage {
         out_port: [u16; MAX_PORTS],
         burst: usize,
         latency: Option<U64Field>,
+        wait: bool,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         TxStage {
+            wait,
+            pending: false,
+            give_up_at: None,
             latency: latency.map(|f| (f, Histogram::boxed())),
             inputs,
             inbuf: MbufBurst::new(),
@@ -401,9 +415,72 @@ impl TxStage {
         self.latency.take().map(|(_, h)| h)
     }
 
+    /// Transmits every bucket with bounded retries. What a port still
+    /// refuses is freed and counted as `tx_full`, or with `--on-full wait`
+    /// kept for the next poll (back-pressure) until shutdown has waited
+    /// [`TX_STALL_GIVE_UP_S`] for it. Returns true when all buckets are empty.
+    #[inline]
+    fn transmit(&mut self) -> bool {
+        let mut all_sent = true;
+        for (p, bucket) in self.buckets.iter_mut().enumerate() {
+            if bucket.is_empty() {
+                continue;
+            }
+            let (port, queue) = self.ports[p];
+            let mut tries = 0;
+            loop {
+                let sent = port.tx_burst(queue, bucket);
+                if sent != 0 {
+                    bump(&self.counters.tx_port_packets[p], sent as u64);
+                }
+                if bucket.is_empty() {
+                    break;
+                }
+                tries += 1;
+                if tries >= TX_RETRIES {
+                    if self.wait {
+                        all_sent = false;
+                    } else {
+                        self.counters.count_drop(DropReason::TxFull, bucket.len() as u64);
+                        bucket.free_all();
+                    }
+                    break;
+                }
+                dpdk::pause();
+            }
+        }
+        all_sent
+    }
+
+    /// Frees and counts (`tx_full`) whatever the ports would not take.
+    fn drop_pending(&mut self) {
+        for bucket in self.buckets.iter_mut() {
+            if !bucket.is_empty() {
+                self.counters.count_drop(DropReason::TxFull, bucket.len() as u64);
+                bucket.free_all();
+            }
+        }
+        self.pending = false;
+    }
+
     /// One receive/transmit round; returns how many packets it took.
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
+        if self.pending {
+            // `--on-full wait`: a port refused; take no more input until it
+            // accepts (the worker→TX queues fill, then RX stops polling).
+            self.pending = !self.transmit();
+            if self.pending {
+                if crate::dpdk::signal::quit_requested() {
+                    let now = dpdk::rdtsc();
+                    let deadline = *self.give_up_at.get_or_insert(now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64);
+                    if now >= deadline {
+                        self.drop_pending();
+                    }
+                }
+                return 0;
+            }
+        }
         let inputs = &mut self.inputs;
         let n = self.inbuf.fill_with(self.burst, |out| inputs.recv(out));
         if n == 0 {
@@ -418,14 +495,10 @@ impl TxStage {
             let _ = self.buckets[out].push(m);
         }
         self.inbuf.consume_front(n);
-        for (p, bucket) in self.buckets.iter_mut().enumerate() {
-            if bucket.is_empty() {
-                continue;
-            }
-            let (port, queue) = self.ports[p];
-            if let Some((field, hist)) = self.latency.as_mut() {
-                // Read just before the first rte_eth_tx_burst of the batch.
-                let now = dpdk::rdtsc_inline();
+        if let Some((field, hist)) = self.latency.as_mut() {
+            // Read just before the first rte_eth_tx_burst of the batch.
+            let now = dpdk::rdtsc_inline();
+            for bucket in &self.buckets {
                 for m in bucket.as_slice() {
                     let t = m.field(*field);
                     if t != 0 {
@@ -433,24 +506,8 @@ impl TxStage {
                     }
                 }
             }
-            let mut tries = 0;
-            loop {
-                let sent = port.tx_burst(queue, bucket);
-                if sent != 0 {
-                    bump(&self.counters.tx_port_packets[p], sent as u64);
-                }
-                if bucket.is_empty() {
-                    break;
-                }
-                tries += 1;
-                if tries >= TX_RETRIES {
-                    self.counters.count_drop(DropReason::TxFull, bucket.len() as u64);
-                    bucket.free_all();
-                    break;
-                }
-                dpdk::pause();
-            }
         }
+        self.pending = !self.transmit();
         n
     }
 }
