@@ -361,7 +361,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         if !classes.is_empty() && n_class_q == 0 {
             port_steering[i] = format!("port {i}: software (device allows {} RX queues, needs {})", info.max_rx_queues, n_rx + classes.len());
         }
-        let (r, t) = bring_up(*port, n_rx + n_class_q, n_tx, rss_hf, opts, psock, pool_for(psock))?;
+        // MBUF_FAST_FREE: every mbuf tqfwd sends comes from one pool and has
+        // refcnt 1; allowed only when there is one pool, and when offered.
+        let fast_free = if pools.len() == 1 { info.tx_offload_capa & dpdk::port::tx_offload_fast_free() } else { 0 };
+        let (r, t) = bring_up(*port, n_rx + n_class_q, n_tx, rss_hf, fast_free, opts, psock, pool_for(psock))?;
         if n_class_q > 0 {
             match install_class_rules(port.id(), classes, n_rx) {
                 Ok((rules, flows)) => {
@@ -374,7 +377,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                     log::info!("port {i} ({}): rte_flow rules refused ({e}); classes use software classification on this port", info.driver);
                     port_steering[i] = format!("port {i}: software (rte_flow refused: {})", e.text);
                     port.stop()?;
-                    bring_up(*port, n_rx, n_tx, rss_hf, opts, psock, pool_for(psock))?;
+                    bring_up(*port, n_rx, n_tx, rss_hf, fast_free, opts, psock, pool_for(psock))?;
                 }
             }
         }
@@ -385,12 +388,13 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             log::warn!("port {i}: promiscuous mode not enabled ({e})");
         }
         log::info!(
-            "port {i}: {} ({}), socket {psock}, mac {}, {} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}",
+            "port {i}: {} ({}), socket {psock}, mac {}, {} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}, MBUF_FAST_FREE {}",
             info.name,
             info.driver,
             mac_string(&macs[i]),
             n_rx + if class_queues[i] { classes.len() } else { 0 },
-            if rss_hf != 0 { "on" } else { "off" }
+            if rss_hf != 0 { "on" } else { "off" },
+            if fast_free != 0 { "on" } else { "off" }
         );
     }
     wait_for_links(&ports, opts.link_timeout);
@@ -652,8 +656,18 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
 
 /// Configures `port` with `n_rxq` RX and `n_tx` TX queues, sets them up
 /// and starts it; returns the adjusted (RX, TX) descriptor counts.
-fn bring_up(port: Port, n_rxq: usize, n_tx: usize, rss_hf: u64, opts: &Options, socket: i32, pool: &Mempool) -> Result<(u16, u16), RunError> {
-    port.configure(n_rxq as u16, n_tx as u16, rss_hf, 0)?;
+#[allow(clippy::too_many_arguments)]
+fn bring_up(
+    port: Port,
+    n_rxq: usize,
+    n_tx: usize,
+    rss_hf: u64,
+    tx_offloads: u64,
+    opts: &Options,
+    socket: i32,
+    pool: &Mempool,
+) -> Result<(u16, u16), RunError> {
+    port.configure(n_rxq as u16, n_tx as u16, rss_hf, tx_offloads)?;
     let (mut r, mut t) = (opts.rx_desc, opts.tx_desc);
     port.adjust_descriptors(&mut r, &mut t)?;
     for q in 0..n_rxq {

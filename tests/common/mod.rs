@@ -165,3 +165,312 @@ pub fn mac_bytes(s: &str) -> [u8; 6] {
     let v: Vec<u8> = s.split(':').map(|x| u8::from_str_radix(x, 16).unwrap()).collect();
     v.try_into().unwrap()
 }
+
+// ---------------------------------------------------------------------------
+// Real peers (tests/peers.rs): child processes that run beside tqfwd
+// (dpdk-testpmd, tqfwd-udp-peer), network namespaces, per-process memory.
+// ---------------------------------------------------------------------------
+
+/// The kernel UDP peer binary (`src/bin/tqfwd-udp-peer.rs`).
+pub fn peer_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_tqfwd-udp-peer")
+}
+
+/// A name unique to this test process and call: `<prefix><pid>_<n>`.
+pub fn unique_name(prefix: &str) -> String {
+    format!("{prefix}{}_{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed))
+}
+
+/// Free 2 MiB huge pages right now (0 without a hugetlbfs mount).
+pub fn free_hugepages() -> u64 {
+    let mounted = std::fs::read_to_string("/proc/mounts").unwrap_or_default().lines().any(|l| l.contains("hugetlbfs"));
+    if !mounted {
+        return 0;
+    }
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with("HugePages_Free:"))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(0)
+}
+
+/// EAL memory options for one of several DPDK processes running at once:
+/// `--in-memory -m MB` (its own huge pages, no shared runtime files) when
+/// enough huge pages are free *now*, else `--no-huge -m MB`. Call it right
+/// before starting each process, after the previous one initialised.
+pub fn mem_args_mb(mb: u64) -> Vec<String> {
+    let huge = std::env::var("TQFWD_TEST_NO_HUGE").is_err() && free_hugepages() >= mb / 2 + 16;
+    let mode = if huge { "--in-memory" } else { "--no-huge" };
+    vec![mode.into(), "-m".into(), mb.to_string()]
+}
+
+/// True when `prog` is on PATH.
+pub fn have_command(prog: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(prog).is_file()))
+        .unwrap_or(false)
+}
+
+/// Says loudly (on the real stderr, past the test harness's capture) that a
+/// test could not run here and why. With `TQFWD_REQUIRE_PEERS=1` it fails
+/// the test instead.
+pub fn skip_test(test: &str, why: &str) {
+    use std::io::Write;
+    if std::env::var("TQFWD_REQUIRE_PEERS").map(|v| v == "1").unwrap_or(false) {
+        panic!("{test}: cannot run here: {why} (TQFWD_REQUIRE_PEERS=1)");
+    }
+    let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why} ***");
+}
+
+/// Runs a command to completion; Err carries its stderr.
+pub fn run_cmd(prog: &str, args: &[&str]) -> Result<String, String> {
+    let out = Command::new(prog).args(args).output().map_err(|e| format!("{prog}: {e}"))?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    } else {
+        Err(format!("`{prog} {}` failed ({}): {}", args.join(" "), out.status, String::from_utf8_lossy(&out.stderr).trim()))
+    }
+}
+
+/// A child process whose stdout and stderr are collected line by line in
+/// the background (so it never blocks on a full pipe). Dropping it kills
+/// the process if it still runs.
+pub struct Proc {
+    pub name: String,
+    child: Child,
+    out: std::sync::Arc<Mutex<String>>,
+    readers: Vec<std::thread::JoinHandle<()>>,
+    status: Option<std::process::ExitStatus>,
+    stdin: Option<std::process::ChildStdin>,
+}
+
+impl Proc {
+    pub fn spawn(name: &str, cmd: &mut Command) -> Proc {
+        cmd.stdin(Stdio::null());
+        Self::start(name, cmd)
+    }
+
+    /// Like `spawn`, with a pipe to its stdin for [`Proc::send_line`].
+    pub fn spawn_interactive(name: &str, cmd: &mut Command) -> Proc {
+        cmd.stdin(Stdio::piped());
+        Self::start(name, cmd)
+    }
+
+    fn start(name: &str, cmd: &mut Command) -> Proc {
+        use std::io::BufRead;
+        cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
+        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name} ({cmd:?}): {e}"));
+        let stdin = child.stdin.take();
+        let out = std::sync::Arc::new(Mutex::new(String::new()));
+        let mut readers = Vec::new();
+        let streams: Vec<Box<dyn std::io::Read + Send>> =
+            vec![Box::new(child.stdout.take().unwrap()), Box::new(child.stderr.take().unwrap())];
+        for s in streams {
+            let out = out.clone();
+            readers.push(std::thread::spawn(move || {
+                for line in std::io::BufReader::new(s).lines() {
+                    let Ok(line) = line else { break };
+                    let mut o = out.lock().unwrap_or_else(|e| e.into_inner());
+                    o.push_str(&line);
+                    o.push('\n');
+                }
+            }));
+        }
+        Proc { name: name.into(), child, out, readers, status: None, stdin }
+    }
+
+    /// Writes one line to its stdin (an interactive command).
+    pub fn send_line(&mut self, line: &str) {
+        use std::io::Write;
+        if let Some(i) = self.stdin.as_mut() {
+            let _ = writeln!(i, "{line}");
+            let _ = i.flush();
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Everything it printed so far (stdout and stderr, line-interleaved).
+    pub fn text(&self) -> String {
+        self.out.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Exit status if it has exited.
+    pub fn exited(&mut self) -> Option<std::process::ExitStatus> {
+        if self.status.is_none() {
+            self.status = self.child.try_wait().ok().flatten();
+        }
+        self.status
+    }
+
+    /// Waits until `pred(output)` holds; Err if it exits first or on timeout.
+    pub fn wait_until(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<(), String> {
+        let start = Instant::now();
+        loop {
+            if pred(&self.text()) {
+                return Ok(());
+            }
+            if let Some(st) = self.exited() {
+                std::thread::sleep(Duration::from_millis(50)); // let the readers finish
+                if pred(&self.text()) {
+                    return Ok(());
+                }
+                return Err(format!("{} exited ({st}) before {what}\n--- {} output ---\n{}", self.name, self.name, self.text()));
+            }
+            if start.elapsed() > timeout {
+                return Err(format!("{}: no {what} within {timeout:?}\n--- {} output ---\n{}", self.name, self.name, self.text()));
+            }
+            std::thread::sleep(Duration::from_millis(25));
+        }
+    }
+
+    /// Sends a signal by name (INT, TERM, KILL) with kill(1).
+    pub fn signal(&mut self, sig: &str) {
+        if self.exited().is_none() {
+            let _ = Command::new("kill").arg("-s").arg(sig).arg(self.pid().to_string()).status();
+        }
+    }
+
+    /// Waits for the exit; None on timeout (the process keeps running).
+    pub fn wait_exit(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let start = Instant::now();
+        loop {
+            if let Some(st) = self.exited() {
+                for r in self.readers.drain(..) {
+                    let _ = r.join();
+                }
+                return Some(st);
+            }
+            if start.elapsed() > timeout {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        if self.exited().is_none() {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        for r in self.readers.drain(..) {
+            let _ = r.join();
+        }
+    }
+}
+
+/// Two network namespaces, each holding one end of a veth pair as `eth0`,
+/// the other ends (`host_a`, `host_b`) left in the test's namespace for
+/// tqfwd's `net_af_packet` ports. Everything is deleted on drop, also when
+/// the test fails half-way.
+pub struct NetnsPair {
+    pub a: String,
+    pub b: String,
+    pub host_a: String,
+    pub host_b: String,
+}
+
+impl NetnsPair {
+    /// Creates the namespaces and veths, brings them up, gives `eth0` in A
+    /// and B the MACs and /24 addresses given, turns IPv6 off (no ND/MLD
+    /// chatter through the forwarder) and TX checksum offload off on both
+    /// `eth0` (see testbed.md: a veth leaves UDP checksums to "hardware",
+    /// a packet socket forwards them unfilled, the receiver drops them).
+    /// Err(text) when the machine refuses (no CAP_SYS_ADMIN, no `ip`).
+    pub fn create(mac_a: &str, ip_a: &str, mac_b: &str, ip_b: &str) -> Result<NetnsPair, String> {
+        sweep_stale_netns();
+        let id = unique_name("");
+        let pair = NetnsPair {
+            a: format!("tqa{id}"),
+            b: format!("tqb{id}"),
+            host_a: format!("tqha{id}"),
+            host_b: format!("tqhb{id}"),
+        };
+        run_cmd("ip", &["netns", "add", &pair.a])?;
+        run_cmd("ip", &["netns", "add", &pair.b])?;
+        for (ns, host, tmp, mac, ip) in [(&pair.a, &pair.host_a, "tqpa", mac_a, ip_a), (&pair.b, &pair.host_b, "tqpb", mac_b, ip_b)] {
+            let tmp = format!("{tmp}{}", &id[..id.len().min(10)]);
+            run_cmd("ip", &["link", "add", host, "type", "veth", "peer", "name", &tmp])?;
+            run_cmd("ip", &["link", "set", &tmp, "netns", ns])?;
+            run_cmd("ip", &["-n", ns, "link", "set", &tmp, "name", "eth0"])?;
+            run_cmd("ip", &["-n", ns, "link", "set", "eth0", "address", mac])?;
+            run_cmd("ip", &["netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
+            run_cmd("ip", &["-n", ns, "addr", "add", ip, "dev", "eth0"])?;
+            run_cmd("ip", &["-n", ns, "link", "set", "lo", "up"])?;
+            run_cmd("ip", &["-n", ns, "link", "set", "eth0", "up"])?;
+            run_cmd("ip", &["netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off"])?;
+            // Best effort: no IPv6 on the host ends either.
+            let _ = run_cmd("sysctl", &["-qw", &format!("net.ipv6.conf.{host}.disable_ipv6=1")]);
+            run_cmd("ip", &["link", "set", host, "up"])?;
+        }
+        Ok(pair)
+    }
+
+    /// `ip netns exec NS prog args…` as a Command.
+    pub fn exec(&self, ns: &str, prog: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", ns, prog]);
+        c
+    }
+}
+
+impl Drop for NetnsPair {
+    fn drop(&mut self) {
+        // Deleting a namespace destroys its veth end and so the pair; the
+        // explicit link deletions cover a half-built setup.
+        for ns in [&self.a, &self.b] {
+            let _ = run_cmd("ip", &["netns", "del", ns]);
+        }
+        for l in [&self.host_a, &self.host_b] {
+            let _ = run_cmd("ip", &["link", "del", l]);
+        }
+    }
+}
+
+/// Deletes `tqa<pid>_<n>` / `tqb<pid>_<n>` namespaces left behind by test
+/// processes that no longer exist (killed before their guards ran).
+pub fn sweep_stale_netns() {
+    let Ok(list) = run_cmd("ip", &["netns", "list"]) else { return };
+    for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
+        let Some(rest) = name.strip_prefix("tqa").or_else(|| name.strip_prefix("tqb")) else { continue };
+        let Some((pid, n)) = rest.split_once('_') else { continue };
+        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || !n.bytes().all(|b| b.is_ascii_digit()) {
+            continue;
+        }
+        if pid != std::process::id().to_string() && !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = run_cmd("ip", &["netns", "del", name]);
+        }
+    }
+}
+
+/// Deterministic xorshift64 generator for seeded test inputs (no extra crates).
+pub struct XorShift(u64);
+
+impl XorShift {
+    /// A generator from `seed` (0 is replaced by a fixed non-zero value).
+    pub fn new(seed: u64) -> Self {
+        XorShift(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        let mut x = self.0;
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        self.0 = x;
+        x
+    }
+    /// Uniform-enough value in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    /// Uniform value in `[lo, hi)`.
+    pub fn range_f64(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64 * (hi - lo)
+    }
+}
