@@ -290,3 +290,27 @@ fn class_steers_to_dedicated_worker() {
     check_output(&out, &frames, 1, mac);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Two RX lcores on net_null ports (which offer RSS configuration): RSS is
+/// enabled through the ethdev API, both queues of each port receive, and the
+/// end checks hold.
+#[test]
+fn multi_queue_rx_with_rss_on_net_null() {
+    let _g = serial();
+    let dir = scratch("rss");
+    let run = run_tqfwd(
+        &dir,
+        &eal_args("0-1", &["net_null0,size=64".to_string(), "net_null1,size=64".to_string()]),
+        &["--rx-lcores", "0-1", "--worker-lcores", "0-1", "--on-full", "wait", "--duration", "1", "--stats-interval", "0"],
+        Duration::from_secs(60),
+    );
+    assert_clean_end(&run);
+    assert!(run.stderr.contains("2 RX x") && run.stderr.contains("RSS on"), "{}", run.describe());
+    let j = run.json();
+    for p in 0..2 {
+        let q = j["ports"][p]["rx_queues"].as_array().unwrap();
+        assert_eq!(q.len(), 2);
+        assert!(q.iter().all(|c| c.as_u64().unwrap() > 0), "both queues of port {p} received: {q:?}");
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
