@@ -34,6 +34,12 @@ fn main() -> ExitCode {
         Err(Err(line)) => return usage_error(&line),
     };
 
+    // Before EAL init, so a SIGINT/SIGTERM that arrives while EAL starts is
+    // not fatal: the run then starts, stops at once and reports.
+    if let Err(e) = dpdk::signal::install_quit_handler() {
+        eprintln!("tqfwd: error: cannot install signal handlers: {e}");
+        return ExitCode::from(1);
+    }
     let eal = match Eal::init(&split.eal) {
         Ok(e) => e,
         Err(e) => {
@@ -43,10 +49,6 @@ fn main() -> ExitCode {
             ))
         }
     };
-    if let Err(e) = dpdk::signal::install_quit_handler() {
-        eprintln!("tqfwd: error: cannot install signal handlers: {e}");
-        return ExitCode::from(1);
-    }
     log::info!("{} initialised, {} lcores, TSC {} Hz", dpdk::version(), eal.lcores().len(), dpdk::tsc_hz());
 
     let result = pipeline::run(&eal, &opts);

@@ -15,14 +15,7 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
     let _g = serial();
     let dir = scratch("nombuf");
     let frames = gen::udp_stream(64, 20_000, 64);
-    let in0 = dir.join("in0.pcap");
-    pcap::write_all(&in0, &frames).unwrap();
-    let empty = dir.join("empty.pcap");
-    pcap::write_all(&empty, Vec::<Vec<u8>>::new()).unwrap();
-    let vdevs = vec![
-        format!("net_pcap0,rx_pcap={},tx_pcap={}", in0.display(), dir.join("out0.pcap").display()),
-        format!("net_pcap1,rx_pcap={},tx_pcap={}", empty.display(), dir.join("out1.pcap").display()),
-    ];
+    let vdevs = one_way_pcap_ports(&dir, &frames);
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),

@@ -154,14 +154,7 @@ fn odd_frames_forwarded_and_counted() {
             input.push(gen::udp_frame(&Flow::nth(i), i as u32, round, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC));
         }
     }
-    let in_path = dir.join("in0.pcap");
-    pcap::write_all(&in_path, &input).unwrap();
-    let empty = dir.join("empty.pcap");
-    pcap::write_all(&empty, Vec::<Vec<u8>>::new()).unwrap();
-    let vdevs = vec![
-        format!("net_pcap0,rx_pcap={},tx_pcap={}", in_path.display(), dir.join("out0.pcap").display()),
-        format!("net_pcap1,rx_pcap={},tx_pcap={}", empty.display(), dir.join("out1.pcap").display()),
-    ];
+    let vdevs = one_way_pcap_ports(&dir, &input);
     let run = run_tqfwd(&dir, &eal_args("0-1", &vdevs), &["--on-full", "wait", "--duration", "1.5", "--stats-interval", "0"], Duration::from_secs(60));
     assert_clean_end(&run);
     let j = run.json();
@@ -195,14 +188,8 @@ fn odd_frames_forwarded_and_counted() {
 fn drops_counted(backend: &str) {
     let _g = serial();
     let dir = scratch(&format!("drop-{backend}"));
-    let in_path = dir.join("in0.pcap");
-    let input = write_input(&in_path, 0, 20_000);
-    let empty = dir.join("empty.pcap");
-    pcap::write_all(&empty, Vec::<Vec<u8>>::new()).unwrap();
-    let vdevs = vec![
-        format!("net_pcap0,rx_pcap={},tx_pcap={}", in_path.display(), dir.join("out0.pcap").display()),
-        format!("net_pcap1,rx_pcap={},tx_pcap={}", empty.display(), dir.join("out1.pcap").display()),
-    ];
+    let input = write_input(&dir.join("flows.pcap"), 0, 20_000);
+    let vdevs = one_way_pcap_ports(&dir, &input);
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),
@@ -255,14 +242,7 @@ fn class_steers_to_dedicated_worker() {
         }
         frames.push(gen::udp_frame(&flow, f as u32, (i / 40) as u64, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC));
     }
-    let in_path = dir.join("in0.pcap");
-    pcap::write_all(&in_path, &frames).unwrap();
-    let empty = dir.join("empty.pcap");
-    pcap::write_all(&empty, Vec::<Vec<u8>>::new()).unwrap();
-    let vdevs = vec![
-        format!("net_pcap0,rx_pcap={},tx_pcap={}", in_path.display(), dir.join("out0.pcap").display()),
-        format!("net_pcap1,rx_pcap={},tx_pcap={}", empty.display(), dir.join("out1.pcap").display()),
-    ];
+    let vdevs = one_way_pcap_ports(&dir, &frames);
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),

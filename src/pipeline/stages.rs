@@ -64,6 +64,18 @@ fn flush_buckets(
     all_sent
 }
 
+/// Fills `inbuf` with up to `burst` packets from `inputs`. When nothing
+/// came, the upstream stage is done (read before receiving) and every input
+/// is empty, sets `done`: nothing can arrive any more.
+#[inline]
+fn receive(inputs: &mut InputSet, inbuf: &mut MbufBurst, burst: usize, upstream_done: bool, done: &mut bool) -> usize {
+    let n = inbuf.fill_with(burst, |out| inputs.recv(out));
+    if n == 0 && upstream_done && inputs.is_empty() {
+        *done = true;
+    }
+    n
+}
+
 // ---- RX ----------------------------------------------------------------
 
 /// Polls one RX queue on every port and spreads packets over the workers by
@@ -294,12 +306,8 @@ impl WorkerStage {
         if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull, &self.bucket_class) {
             return 0;
         }
-        let inputs = &mut self.inputs;
-        let n = self.inbuf.fill_with(self.burst, |out| inputs.recv(out));
+        let n = receive(&mut self.inputs, &mut self.inbuf, self.burst, upstream_done, &mut self.done);
         if n == 0 {
-            if upstream_done && self.inputs.is_empty() {
-                self.done = true;
-            }
             return 0;
         }
         // The headers were last written on the RX core and the frames may be
@@ -481,12 +489,8 @@ impl TxStage {
                 return 0;
             }
         }
-        let inputs = &mut self.inputs;
-        let n = self.inbuf.fill_with(self.burst, |out| inputs.recv(out));
+        let n = receive(&mut self.inputs, &mut self.inbuf, self.burst, upstream_done, &mut self.done);
         if n == 0 {
-            if upstream_done && self.inputs.is_empty() {
-                self.done = true;
-            }
             return 0;
         }
         bump(&self.counters.tx_in_packets, n as u64);
