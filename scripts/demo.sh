@@ -22,8 +22,9 @@ else
     mem=(--no-huge -m 512 --file-prefix tqfwd-demo)
 fi
 # Two net_pcap ports replay the file forever (infinite_rx) and discard what
-# they transmit; ports 0 and 1 forward to each other.
+# they transmit; ports 0 and 1 forward to each other. infinite_rx copies
+# the whole file into mbufs per port, hence the larger pool (--mbufs).
 exec ./target/release/tqfwd -l 0-1 --no-pci "${mem[@]}" \
     --vdev "net_pcap0,rx_pcap=$pcap,infinite_rx=1" \
     --vdev "net_pcap1,rx_pcap=$pcap,infinite_rx=1" \
-    -- --duration "$secs" --on-full wait "$@"
+    -- --duration "$secs" --on-full wait --mbufs 32768 "$@"

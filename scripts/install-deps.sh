@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tqfwd needs on Debian 12, only when it is missing:
 # DPDK 22.11 (runtime, headers, testpmd/dpdk-test), pkg-config, clang and
-# libclang (bindgen), and a Rust toolchain check. Run as root.
+# libclang (bindgen), iproute2 and ethtool (kernel-peer tests), and a Rust
+# toolchain check. Run as root.
 set -euo pipefail
 need=()
 pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk-dev)
@@ -10,6 +11,10 @@ command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
 command -v kill >/dev/null 2>&1 || need+=(procps)
+# tests/peers.rs (kernel peer in network namespaces): ip netns + veth, and
+# ethtool to turn TX checksum offload off in the sending namespace.
+command -v ip >/dev/null 2>&1 || need+=(iproute2)
+command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
 if [ ${#need[@]} -gt 0 ]; then
     echo "install-deps: installing ${need[*]}"
     if [ "$(id -u)" != 0 ]; then

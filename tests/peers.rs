@@ -1,0 +1,376 @@
+//! tqfwd between real peers, set up and torn down by each test:
+//!
+//! - **DPDK peers over `net_memif`:** `dpdk-testpmd` txonly (memif client)
+//!   → tqfwd port 0 (memif server) … tqfwd port 1 (memif server) →
+//!   `dpdk-testpmd` rxonly (memif client): three DPDK primaries, each with
+//!   its own `--file-prefix` and memory. What the sink counted must equal
+//!   what tqfwd says it transmitted on port 1, for both backends.
+//! - **The Linux kernel over `net_af_packet`:** a UDP sender in namespace A
+//!   → veth → tqfwd (two af_packet ports, two queue pairs each, two RX
+//!   lcores) → veth → a UDP receiver in namespace B. Every datagram arrives
+//!   exactly once, in order per flow, and kernel fanout spread the flows
+//!   over both RX queues of the receiving port.
+//!
+//! The tests hold `serial()` (busy-polling processes on a 2-core machine).
+//! When the machine refuses what a test needs (`ip netns`, a missing
+//! `dpdk-testpmd` or `ethtool`), the test says so on stderr with
+//! `*** SKIPPED … ***` (or fails with `TQFWD_REQUIRE_PEERS=1`).
+
+mod common;
+
+use common::*;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// Numbers following `key` in testpmd output (`RX-packets: 123`), in order.
+fn counter_values(text: &str, key: &str, line_must_contain: &str) -> Vec<u64> {
+    text.lines()
+        .filter(|l| l.contains(line_must_contain))
+        .filter_map(|l| l.split(key).nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .filter_map(|v| v.parse().ok())
+        .collect()
+}
+
+/// The cumulative RX count testpmd printed in its periodic NIC statistics
+/// (`RX-packets: N  RX-missed: M  RX-bytes: B`).
+fn nic_rx(text: &str) -> Vec<u64> {
+    counter_values(text, "RX-packets:", "RX-missed:")
+}
+
+fn nic_tx(text: &str) -> Vec<u64> {
+    counter_values(text, "TX-packets:", "TX-errors:")
+}
+
+/// `dpdk-testpmd` as a memif client on `socket`, interactive (commands on
+/// stdin, `stdbuf` so its answers arrive line by line), forwarding from the
+/// start. `main_lcore` picks which of the two CPUs its busy forwarding
+/// lcore gets: the other one.
+fn testpmd(prefix: &str, main_lcore: u32, socket: &Path, mode: &[&str]) -> Command {
+    let mut c = Command::new("stdbuf");
+    c.args(["-oL", "-eL", "dpdk-testpmd"]);
+    c.args(["-l", "0-1", "--main-lcore", &main_lcore.to_string(), "--no-pci", "--file-prefix", prefix]);
+    // testpmd's default pool is sized for many ports; 8192 mbufs fit 128 MB.
+    c.args(mem_args_mb(128));
+    c.arg(format!("--vdev=net_memif0,role=client,socket={},socket-abstract=no,id=0", socket.display()));
+    c.arg("--");
+    c.args(mode);
+    c.args(["-i", "--auto-start", "--total-num-mbufs=8192", "--nb-cores=1", "--rxq=1", "--txq=1", "--no-mlockall"]);
+    c
+}
+
+/// Asks an interactive testpmd for its port 0 counters and returns the
+/// cumulative RX and TX it printed.
+fn port_stats(p: &mut Proc) -> (u64, u64) {
+    let before = nic_rx(&p.text()).len();
+    p.send_line("show port stats 0");
+    p.wait_until("port stats", Duration::from_secs(10), |t| nic_rx(t).len() > before && nic_tx(t).len() > before).unwrap();
+    let t = p.text();
+    (*nic_rx(&t).last().unwrap(), *nic_tx(&t).last().unwrap())
+}
+
+/// Stops an interactive testpmd's forwarding (ports stay up and connected)
+/// and returns the RX and TX of its "Forward statistics for port 0".
+fn stop_forwarding(p: &mut Proc) -> (u64, u64) {
+    let key = "Forward statistics for port 0";
+    let before = p.text().matches(key).count();
+    p.send_line("stop");
+    p.wait_until("forward statistics", Duration::from_secs(10), |t| {
+        t.matches(key).count() > before && t.rsplit(key).next().map(|tail| tail.contains("TX-packets:")).unwrap_or(false)
+    })
+    .unwrap();
+    let t = p.text();
+    let tail = t.rsplit(key).next().unwrap();
+    let rx = counter_values(tail, "RX-packets:", "RX-dropped:").first().copied().unwrap();
+    let tx = counter_values(tail, "TX-packets:", "TX-dropped:").first().copied().unwrap();
+    (rx, tx)
+}
+
+fn tqfwd_cmd(prefix: &str, vdevs: &[String], app: &[&str], json: &Path) -> Command {
+    let mut c = Command::new(bin());
+    c.args(["-l", "0-1", "--no-pci", "--log-level=lib.eal:warning", "--file-prefix", prefix]);
+    c.args(mem_args_mb(256));
+    for v in vdevs {
+        c.arg(format!("--vdev={v}"));
+    }
+    c.arg("--").args(app).arg("--stats-json").arg(json);
+    c.env("RUST_LOG", "info");
+    c
+}
+
+/// Waits for tqfwd to exit and turns it into a `Run` for `assert_clean_end`.
+fn finish_tqfwd(tq: &mut Proc, json: &Path, started: Instant) -> Run {
+    let status = match tq.wait_exit(Duration::from_secs(20)) {
+        Some(s) => s,
+        None => {
+            tq.signal("KILL");
+            panic!("tqfwd did not exit within 20 s of SIGINT\n{}", tq.text());
+        }
+    };
+    let json = std::fs::read_to_string(json).ok().map(|s| serde_json::from_str(&s).expect("valid JSON"));
+    Run { status, stdout: tq.text(), stderr: String::new(), json, elapsed: started.elapsed() }
+}
+
+/// testpmd txonly → memif → tqfwd → memif → testpmd rxonly.
+///
+/// Shutdown: the generator stops sending first; once the sink's count has
+/// stopped moving (nothing left in flight), the sink's count is read, tqfwd
+/// gets SIGINT (drains, checks, writes its JSON), then both testpmds quit.
+///
+/// Two facts about `net_memif` in DPDK 22.11 shape this order:
+/// - its counters belong to the *current* connection: once tqfwd (the memif
+///   server) has gone, the sink's port statistics read 0 again, so the
+///   sink is read while still connected;
+/// - a process polling a memif queue can crash (SIGSEGV in `eth_memif_rx`)
+///   when its peer disconnects at that moment: the interrupt thread unmaps
+///   the shared regions under the polling lcore. So no peer is killed while
+///   the other side polls: testpmd's forwarding is *stopped* (interactive
+///   `stop`, ports stay connected) before tqfwd leaves, and tqfwd leaves
+///   before the testpmds disconnect.
+fn memif_chain(backend: &str) {
+    let _g = serial();
+    let test = format!("memif_testpmd_chain_{backend}");
+    for tool in ["dpdk-testpmd", "stdbuf"] {
+        if !have_command(tool) {
+            skip_test(&test, &format!("`{tool}` not found (scripts/install-deps.sh installs the `dpdk` package)"));
+            return;
+        }
+    }
+    let t0 = Instant::now();
+    let dir = scratch(&format!("memif-{backend}"));
+    let gen_sock = dir.join("gen.sock");
+    let sink_sock = dir.join("sink.sock");
+    let json_path = dir.join("stats.json");
+    let vdevs = vec![
+        format!("net_memif0,role=server,socket={},socket-abstract=no,id=0", gen_sock.display()),
+        format!("net_memif1,role=server,socket={},socket-abstract=no,id=0", sink_sock.display()),
+    ];
+    let app = ["--backend", backend, "--stats-interval", "1", "--link-timeout", "10"];
+    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path));
+    // memif servers create their listening sockets when the ports probe.
+    tq.wait_until("memif sockets", Duration::from_secs(20), |_| gen_sock.exists() && sink_sock.exists()).unwrap();
+
+    let mut sink = Proc::spawn_interactive("sink testpmd", &mut testpmd(&unique_name("tqsink"), 1, &sink_sock, &["--forward-mode=rxonly"]));
+    sink.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+    let mut gen = Proc::spawn_interactive(
+        "generator testpmd",
+        &mut testpmd(&unique_name("tqgen"), 0, &gen_sock, &["--forward-mode=txonly", "--txpkts=64"]),
+    );
+    gen.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+    let traffic_start = Instant::now();
+
+    // Traffic for at least 2 s and until the sink has seen some of it.
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let (rx, _) = port_stats(&mut sink);
+        if rx > 0 && traffic_start.elapsed() > Duration::from_secs(2) {
+            break;
+        }
+        assert!(
+            traffic_start.elapsed() < Duration::from_secs(30),
+            "no packets at the sink after 30 s\n--- tqfwd ---\n{}\n--- generator ---\n{}\n--- sink ---\n{}",
+            tq.text(),
+            gen.text(),
+            sink.text()
+        );
+    }
+
+    // 1. The generator stops sending (its port stays connected).
+    let (_, gen_tx) = stop_forwarding(&mut gen);
+
+    // 2. Nothing in flight: the sink's count is the same twice, 500 ms apart.
+    let mut last = port_stats(&mut sink).0;
+    let settle = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let rx = port_stats(&mut sink).0;
+        if rx == last {
+            break;
+        }
+        last = rx;
+        assert!(settle.elapsed() < Duration::from_secs(20), "the sink's count never settled\n{}", sink.text());
+    }
+    // 3. The sink's count, read while it is still connected.
+    let (sink_rx, _) = stop_forwarding(&mut sink);
+
+    // 4. SIGINT tqfwd: it drains, checks, writes the JSON, disconnects.
+    tq.signal("INT");
+    let run = finish_tqfwd(&mut tq, &json_path, t0);
+
+    // 5. The testpmds quit.
+    let mut peer_exits = Vec::new();
+    for p in [&mut gen, &mut sink] {
+        p.send_line("quit");
+        let st = p.wait_exit(Duration::from_secs(15));
+        if st.is_none() {
+            p.signal("KILL");
+        }
+        peer_exits.push(format!("{}: {st:?}", p.name));
+    }
+
+    let context = format!(
+        "generator TX {gen_tx}, sink RX {sink_rx}\n{}\n--- sink (tail) ---\n{}",
+        run.describe(),
+        sink.text().lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+    );
+    assert_clean_end(&run);
+    let j = run.json();
+    assert_eq!(j["backend"], backend);
+    let port0_rx = j["ports"][0]["rx_packets"].as_u64().unwrap();
+    let port1_tx = j["ports"][1]["tx_packets"].as_u64().unwrap();
+    assert!(port1_tx > 0, "tqfwd forwarded nothing\n{context}");
+    assert_eq!(sink_rx, port1_tx, "sink RX != tqfwd port 1 tx_packets\n{context}");
+    // The generator stopped with its link up, so tqfwd read all it sent.
+    assert_eq!(port0_rx, gen_tx, "tqfwd port 0 rx_packets != generator TX\n{context}");
+    assert_eq!(j["ports"][0]["tx_packets"], 0, "nothing comes back from the rxonly sink\n{context}");
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "{test}: generator {gen_tx}, tqfwd rx {port0_rx} tx {port1_tx}, sink {sink_rx}, {:.1} s; {}",
+        t0.elapsed().as_secs_f64(),
+        peer_exits.join(", ")
+    );
+}
+
+#[test]
+fn memif_testpmd_chain_tq() {
+    memif_chain("tq");
+}
+
+#[test]
+fn memif_testpmd_chain_ring() {
+    memif_chain("ring");
+}
+
+const MAC_A: &str = "02:77:00:00:00:0a";
+const MAC_B: &str = "02:77:00:00:00:0b";
+const FLOWS: u64 = 16;
+const DATAGRAMS: u64 = 8000;
+/// Paced well below what tqfwd forwards even when starved: the weak spot on
+/// a loaded 2-core machine is the receiver's default socket buffer (~200
+/// KiB, a few hundred datagrams).
+const PPS: &str = "4000";
+
+/// Kernel UDP (namespace A) → af_packet → tqfwd → af_packet → kernel UDP
+/// (namespace B), both ports with two queue pairs polled by two RX lcores.
+///
+/// MACs: tqfwd rewrites them (the default, the path under test) with
+/// `--peer-mac` set to the namespaces' `eth0` MACs, so every frame leaves
+/// addressed to the receiving interface and its kernel accepts it. With
+/// the default `02:00:00:00:00:0N` the kernel would discard them as
+/// PACKET_OTHERHOST; `--no-mac-rewrite` would also work (a transparent
+/// bridge) but would leave the rewrite untested.
+fn kernel_peer(backend: &str) {
+    let _g = serial();
+    let test = format!("kernel_udp_af_packet_{backend}");
+    for tool in ["ip", "ethtool", "sysctl"] {
+        if !have_command(tool) {
+            skip_test(&test, &format!("`{tool}` not found (scripts/install-deps.sh installs iproute2, ethtool, procps)"));
+            return;
+        }
+    }
+    let t0 = Instant::now();
+    let ns = match NetnsPair::create(MAC_A, "10.77.0.1/24", MAC_B, "10.77.0.2/24") {
+        Ok(n) => n,
+        Err(e) => {
+            skip_test(&test, &format!("cannot create network namespaces / veths here ({e}); needs root with CAP_NET_ADMIN + CAP_SYS_ADMIN"));
+            return;
+        }
+    };
+    let dir = scratch(&format!("kernel-{backend}"));
+    let json_path = dir.join("stats.json");
+    // framecnt=4096 (default 512): the kernel fans a flow out to another
+    // queue's socket (22.11 sets PACKET_FANOUT_FLAG_ROLLOVER with HASH) once
+    // its ring is three-quarters full, and drops when all are full. A ring
+    // deep enough to ride out an RX lcore descheduled for over a second
+    // keeps every flow on its queue, hence in order, on a loaded machine.
+    let vdevs = vec![
+        format!("net_af_packet0,iface={},qpairs=2,framecnt=4096", ns.host_a),
+        format!("net_af_packet1,iface={},qpairs=2,framecnt=4096", ns.host_b),
+    ];
+    let peer0 = format!("0={MAC_A}");
+    let peer1 = format!("1={MAC_B}");
+    let app = [
+        "--backend", backend, "--rx-lcores", "0-1", "--worker-lcores", "0-1", "--tx-lcores", "0", "--on-full", "wait",
+        "--peer-mac", &peer0, "--peer-mac", &peer1, "--stats-interval", "1", "--link-timeout", "5",
+    ];
+    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path));
+    // Forwarding starts once both links are up (the veths are): wait for
+    // its "forwarding: …" log line, or past --link-timeout at the latest.
+    let spawned = Instant::now();
+    tq.wait_until("forwarding", Duration::from_secs(20), |t| t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6))
+        .unwrap();
+
+    let expect = DATAGRAMS.to_string();
+    let mut recv = Proc::spawn(
+        "udp receiver",
+        ns.exec_prio(&ns.b, peer_bin()).args(["recv", "--bind", "10.77.0.2:9000", "--expect", &expect, "--timeout", "30"]),
+    );
+    recv.wait_until("listening", Duration::from_secs(10), |t| t.contains("listening on")).unwrap();
+    // One warm-up datagram resolves ARP (through tqfwd) before the counted ones.
+    let flows = FLOWS.to_string();
+    let send = ns
+        .exec_prio(&ns.a, peer_bin())
+        .args(["send", "--dst", "10.77.0.2:9000", "--flows", &flows, "--count", &expect, "--src-port-base", "40000", "--pps", PPS, "--warmup-ms", "500"])
+        .output()
+        .expect("run sender");
+    let send_text = String::from_utf8_lossy(&send.stdout).into_owned() + &String::from_utf8_lossy(&send.stderr);
+    let recv_status = recv.wait_exit(Duration::from_secs(40));
+    tq.signal("INT");
+    let run = finish_tqfwd(&mut tq, &json_path, t0);
+    let neigh = run_cmd("ip", &["-n", &ns.a, "neigh", "show"]).unwrap_or_default();
+    // Where a datagram could be lost besides tqfwd: B's socket buffer
+    // (RcvbufErrors), B's stack (InErrors: bad checksums); tqfwd's af_packet
+    // rings show up as hw_imissed in its JSON.
+    let udp_b = ns.udp_counters(&ns.b);
+    drop(ns); // namespaces and veths go now, whatever the asserts below say
+
+    let recv_text = recv.text();
+    let context = format!(
+        "sender: {send_text}\nreceiver ({recv_status:?}): {recv_text}\nA's neighbours: {neigh}\nB's UDP counters:\n{udp_b}\n{}",
+        run.describe()
+    );
+    assert!(send.status.success(), "sender failed\n{context}");
+    let r: serde_json::Value = recv_text
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("receiver JSON"))
+        .unwrap_or_else(|| panic!("no receiver JSON\n{context}"));
+    assert_eq!(r["unique"], DATAGRAMS, "every datagram arrives\n{context}");
+    assert_eq!(r["missing"], 0, "{context}");
+    assert_eq!(r["duplicates"], 0, "exactly once\n{context}");
+    assert_eq!(r["order_violations"], 0, "in order per flow\n{context}");
+    assert_eq!(r["foreign"], 0, "{context}");
+    assert_eq!(r["flows"], FLOWS, "{context}");
+    assert_eq!(r["warmup"], 1, "the warm-up datagram went through too\n{context}");
+
+    assert_clean_end(&run);
+    let j = run.json();
+    assert_eq!(j["backend"], backend);
+    // Port 0 (facing the sender) received every datagram plus the warm-up,
+    // on both of its RX queues (kernel PACKET_FANOUT_HASH by flow).
+    let p0 = &j["ports"][0];
+    let q: Vec<u64> = p0["rx_queues"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    assert_eq!(q.len(), 2, "two RX queues on port 0\n{context}");
+    assert!(q.iter().all(|&n| n > 0), "kernel fanout left an RX queue of port 0 idle: {q:?}\n{context}");
+    assert_eq!(q.iter().sum::<u64>(), p0["rx_packets"].as_u64().unwrap(), "{context}");
+    assert!(p0["rx_packets"].as_u64().unwrap() > DATAGRAMS, "{context}");
+    assert!(j["ports"][1]["tx_packets"].as_u64().unwrap() > DATAGRAMS, "{context}");
+    assert!(j["classes"]["udp"].as_u64().unwrap() > DATAGRAMS, "{context}");
+    // Both RX lcores polled traffic.
+    for l in j["lcores"].as_array().unwrap() {
+        assert!(l["rx_packets"].as_u64().unwrap() > 0, "RX lcore {} idle\n{context}", l["lcore"]);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!("{test}: {DATAGRAMS} datagrams in {FLOWS} flows, port 0 RX queues {q:?}, {:.1} s", t0.elapsed().as_secs_f64());
+}
+
+#[test]
+fn kernel_udp_af_packet_tq() {
+    kernel_peer("tq");
+}
+
+#[test]
+fn kernel_udp_af_packet_ring() {
+    kernel_peer("ring");
+}
