@@ -238,11 +238,13 @@ fn recv(bind: SocketAddr, expect: u64, timeout: f64, linger_ms: u64) -> Result<b
         }
     }
     let missing = expect.saturating_sub(unique);
+    // The lowest per-flow highest sequence seen: how far every flow got.
+    let last_seq_min = flows.values().filter_map(|f| f.max_seq).min();
     let ok = unique == expect && dups == 0 && violations == 0 && foreign == 0;
     let out = serde_json::json!({
         "received": received, "unique": unique, "expected": expect, "duplicates": dups,
         "order_violations": violations, "first_violation": first_violation, "missing": missing,
-        "flows": flows.len(), "warmup": warmup, "foreign": foreign, "timed_out": timed_out,
+        "flows": flows.len(), "warmup": warmup, "foreign": foreign, "timed_out": timed_out, "last_seq_min": last_seq_min,
         "elapsed_s": start.elapsed().as_secs_f64(), "ok": ok,
     });
     println!("{out}");
