@@ -461,3 +461,101 @@ fn link_down_up_while_forwarding() {
     assert!(tx_full > 0, "a 512-frame TX ring cannot hold 0.8 s of traffic\n{context}");
     assert!(lost >= tx_full, "tqfwd counted drops that arrived?\n{context}");
 }
+
+/// A TX peer that stops reading: the sink testpmd stops polling (its memif
+/// link stays up) for 1.5 s mid-traffic, then starts again.
+/// - `--on-full drop`: what the full memif ring refuses is freed and counted
+///   as `tx_full`; memory stays bounded (0 mbufs in use at the end).
+/// - `--on-full wait`: nothing is dropped anywhere in tqfwd; the pressure
+///   goes back to the generator, whose memif TX is refused instead.
+/// Both: forwarding resumes, the sink's cumulative count equals tqfwd's
+/// port 1 `tx_packets`, tqfwd read everything the generator sent.
+fn tx_stall(on_full: &str) {
+    let _g = serial();
+    let test = format!("tx_stall_{on_full}");
+    for tool in ["dpdk-testpmd", "stdbuf"] {
+        if !have_command(tool) {
+            skip_test(&test, &format!("`{tool}` not found (scripts/install-deps.sh installs the `dpdk` package)"));
+            return;
+        }
+    }
+    let t0 = Instant::now();
+    let dir = scratch(&test);
+    let gen_sock = dir.join("gen.sock");
+    let sink_sock = dir.join("sink.sock");
+    let json_path = dir.join("stats.json");
+    let vdevs = vec![
+        format!("net_memif0,role=server,socket={},socket-abstract=no,id=0", gen_sock.display()),
+        format!("net_memif1,role=server,socket={},socket-abstract=no,id=0", sink_sock.display()),
+    ];
+    let app = ["--on-full", on_full, "--stats-interval", "0.5", "--link-timeout", "10"];
+    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdstall"), &vdevs, &app, &json_path));
+    tq.wait_until("memif sockets", Duration::from_secs(20), |_| gen_sock.exists() && sink_sock.exists()).unwrap();
+    let mut sink = Proc::spawn_interactive("sink testpmd", &mut testpmd(&unique_name("tqsink"), 1, &sink_sock, &["--forward-mode=rxonly"]));
+    sink.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+    let mut gen = Proc::spawn_interactive(
+        "generator testpmd",
+        &mut testpmd(&unique_name("tqgen"), 0, &gen_sock, &["--forward-mode=txonly", "--txpkts=64"]),
+    );
+    gen.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+    let start = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(300));
+        if port_stats(&mut sink).0 > 0 && start.elapsed() > Duration::from_secs(1) {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(30), "no packets at the sink\n{}", tq.text());
+    }
+    // The sink stops reading for 1.5 s, then reads again.
+    stop_forwarding(&mut sink);
+    let stalled_at = port_stats(&mut sink).0;
+    std::thread::sleep(Duration::from_millis(1500));
+    sink.send_line("start");
+    sink.wait_until("forwarding restart", Duration::from_secs(10), |t| t.matches("packet forwarding - ports=").count() >= 2).unwrap();
+    std::thread::sleep(Duration::from_millis(1500));
+    let (_, gen_tx) = stop_forwarding(&mut gen);
+    let mut last = port_stats(&mut sink).0;
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let rx = port_stats(&mut sink).0;
+        if rx == last {
+            break;
+        }
+        last = rx;
+    }
+    let sink_rx = last;
+    stop_forwarding(&mut sink);
+    tq.signal("INT");
+    let run = finish_tqfwd(&mut tq, &json_path, t0);
+    for p in [&mut gen, &mut sink] {
+        p.send_line("quit");
+        if p.wait_exit(Duration::from_secs(15)).is_none() {
+            p.signal("KILL");
+        }
+    }
+    let context = format!("generator TX {gen_tx}, sink RX {sink_rx} (at stall {stalled_at})\n{}", run.describe());
+    assert_clean_end(&run);
+    let j = run.json();
+    let port1_tx = j["ports"][1]["tx_packets"].as_u64().unwrap();
+    assert!(sink_rx > stalled_at, "forwarding resumed after the stall\n{context}");
+    assert_eq!(sink_rx, port1_tx, "sink RX == tqfwd port 1 tx_packets\n{context}");
+    assert_eq!(j["ports"][0]["rx_packets"].as_u64().unwrap(), gen_tx, "tqfwd read all the generator sent\n{context}");
+    let tx_full = j["drops"]["tx_full"].as_u64().unwrap();
+    if on_full == "drop" {
+        assert!(tx_full > 0, "a stalled peer for 1.5 s must overflow the memif ring\n{context}");
+    } else {
+        assert_eq!(j["drops_total"], 0, "--on-full wait drops nothing\n{context}");
+    }
+    eprintln!("{test}: generator {gen_tx}, sink {sink_rx}, tqfwd drops {}", j["drops"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn tx_stall_drop() {
+    tx_stall("drop");
+}
+
+#[test]
+fn tx_stall_wait() {
+    tx_stall("wait");
+}
