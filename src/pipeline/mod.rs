@@ -282,23 +282,30 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         infos.push(info);
     }
 
-    // NUMA: warn once per port whose lcores sit elsewhere.
+    // NUMA affinity table: each port's socket and the sockets of the lcores
+    // serving it (RX, TX); a row whose sockets differ is a warning.
     for info in &infos {
         let psock = socket_or(info.socket, main_socket);
-        let far: Vec<Lcore> = layout
-            .rx
-            .iter()
-            .chain(layout.tx.iter())
-            .copied()
-            .filter(|&l| eal.lcore_socket(l) as i32 != psock)
-            .collect();
-        if !far.is_empty() {
-            log::warn!(
-                "port {} is on NUMA socket {psock} but lcores {far:?} serving it are not: expect remote-memory costs",
-                info.port
-            );
+        let describe = |ls: &[Lcore]| ls.iter().map(|&l| format!("{l}(s{})", eal.lcore_socket(l))).collect::<Vec<_>>().join(" ");
+        let far: Vec<Lcore> = rx_stages.iter().chain(layout.tx.iter()).copied().filter(|&l| eal.lcore_socket(l) as i32 != psock).collect();
+        let row = format!(
+            "NUMA: port {} ({}) socket {psock}{} | rx lcores {} | tx lcores {}",
+            info.port,
+            info.name,
+            if info.socket < 0 { " (device reports none; assumed main's)" } else { "" },
+            describe(&rx_stages),
+            describe(&layout.tx)
+        );
+        if far.is_empty() {
+            log::info!("{row}");
+        } else {
+            log::warn!("{row} <- lcores {far:?} are on another socket: expect remote-memory costs");
         }
     }
+    log::info!(
+        "NUMA: worker lcores {} (hand-off queues live on their consumer's socket)",
+        workers.iter().map(|&l| format!("{l}(s{})", eal.lcore_socket(l))).collect::<Vec<_>>().join(" ")
+    );
 
     // --- hand-off links (queues on the consumer's socket) ---
     let worker_sockets: Vec<i32> = workers.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
