@@ -1226,7 +1226,7 @@ fn report(r: Report) -> Result<(), String> {
     println!();
     println!(
         "| producers | contender | burst | depth | Mitems/s | cycles/item | whole-run cycles/item | p50 ns | p99 ns | p99.9 ns \
-         | cycles/item ÷ ring SP/SC | p99 ÷ ring SP/SC | clean latency windows | preemptions |"
+         | cycles/item ÷ ring SP/SC | p99 ÷ ring SP/SC | clean latency windows | p99 ns, all windows | preemptions |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     let f0 = |x: f64| if x.is_finite() { format!("{x:.0}") } else { "–".into() };
