@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# bench/pipeline.sh — the forwarding-pipeline benchmark, in one command.
+#
+# Builds tqfwd and tqfwd-gen, writes 64-byte UDP over 1024 flows with
+# tqfwd-gen, then runs on the same two virtual ports and the same lcores
+# (-l 0-1, --no-pci, --in-memory on huge pages, else --no-huge -m 1024):
+#   tq           tqfwd --backend tq   (main lcore RX+TX, lcore 1 worker)
+#   ring         tqfwd --backend ring (same layout)
+#   testpmd-mac  dpdk-testpmd --forward-mode=mac, one forwarding lcore
+#   testpmd-io   dpdk-testpmd --forward-mode=io,  one forwarding lcore
+# on net_null (size=64, the CPU ceiling) and net_pcap (infinite_rx=1
+# replaying the generated file, TX discarded). The contenders alternate
+# A B C D A B C D ... for R rounds; each run forwards S+1 seconds and only
+# the stats lines after the first second count; figures are medians over
+# rounds. Full mode: the default point (burst 32, depth 2048, sharded,
+# --on-full wait, --worker-cycles 0) for all contenders on both traffics,
+# burst 8/64 for all contenders, then one-factor-at-a-time sweeps for tq
+# and ring on net_null: depth 1024/4096/16384, topology shared,
+# --worker-cycles 100/500, --on-full drop, every 2-lcore layout and -l 0,
+# and the default point without --latency (the latency cost). tqfwd runs
+# always use --latency --latency-sample 16 unless the row says otherwise.
+# Afterwards (full mode) perf record / perf stat a tq and a ring run.
+#
+# Writes:
+#   stdout                                    markdown tables, ratios, targets
+#   bench/results/pipeline-<date>.md          the same
+#   bench/results/pipeline-<date>.json        every run and every median
+#   bench/results/pipeline-latest.json        copy of the above
+#   bench/results/pipeline-latest.svg         throughput / latency chart
+#   bench/results/pipeline-<date>-perf.txt    perf output (full mode)
+# See bench/README.md, section "Forwarding pipeline".
+#
+# Usage: bench/pipeline.sh [options]
+#   --quick          default point only, net_null only, 2 rounds of 1+1 s
+#                    runs (< 60 s once built)
+#   --rounds N       rounds (default 3; quick 2)
+#   --seconds S      measured seconds per run, after a 1 s warm-up
+#                    (default 2; quick 1)
+#   --wait-quiet S   wait up to S s for a quiet machine first: no cargo,
+#                    rustc, tqfwd*, testpmd running and CPUs < 15 % busy
+#                    (default 900; quick 0)
+#   --no-perf        skip the perf record / perf stat runs
+#   --no-build       use the binaries in target/release as they are
+#   -h, --help       this text
+# Exit codes: 0 ok; 1 a run failed (crash, end check failed, no figures);
+# 2 bad usage.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
+
+QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1
+ORIG_ARGS=("$@")
+need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "pipeline.sh: $1 needs a value" >&2; exit 2; }; }
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --quick) QUICK=1 ;;
+        --rounds) need_arg "$@"; ROUNDS="$2"; shift ;;
+        --seconds) need_arg "$@"; SECONDS_ARG="$2"; shift ;;
+        --wait-quiet) need_arg "$@"; WAIT_QUIET="$2"; shift ;;
+        --no-perf) PERF=0 ;;
+        --no-build) BUILD=0 ;;
+        -h|--help) usage; exit 0 ;;
+        *) echo "pipeline.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+    esac
+    shift
+done
+for v in "$ROUNDS" "$SECONDS_ARG" "$WAIT_QUIET"; do
+    [ -z "$v" ] || [[ "$v" =~ ^[0-9]+$ ]] || { echo "pipeline.sh: '$v' is not a whole number" >&2; exit 2; }
+done
+[ -z "$ROUNDS" ] || [ "$ROUNDS" -ge 1 ] || { echo "pipeline.sh: --rounds must be >= 1" >&2; exit 2; }
+[ -z "$SECONDS_ARG" ] || [ "$SECONDS_ARG" -ge 1 ] || { echo "pipeline.sh: --seconds must be >= 1" >&2; exit 2; }
+if [ "$QUICK" = 1 ]; then
+    ROUNDS=${ROUNDS:-2} SECONDS_ARG=${SECONDS_ARG:-1} WAIT_QUIET=${WAIT_QUIET:-0} PERF=0
+else
+    ROUNDS=${ROUNDS:-3} SECONDS_ARG=${SECONDS_ARG:-2} WAIT_QUIET=${WAIT_QUIET:-900}
+fi
+
+RESULTS=bench/results
+STAMP=$(date +%Y-%m-%d-%H%M%S)
+mkdir -p "$RESULTS"
+command -v python3 >/dev/null || { echo "pipeline.sh: python3 not found" >&2; exit 1; }
+if ! command -v dpdk-testpmd >/dev/null || ! pkg-config --exists libdpdk 2>/dev/null; then
+    scripts/install-deps.sh >&2
+fi
+
+if [ "$BUILD" = 1 ]; then
+    echo "pipeline.sh: cargo build --release --bins" >&2
+    cargo build --release --bins >&2
+fi
+# Private copies: other engineers may rebuild target/release mid-run.
+WORK=$(mktemp -d /tmp/tqfwd-pipeline.XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+cp target/release/tqfwd target/release/tqfwd-gen "$WORK/"
+PCAP="$WORK/udp64-1024flows.pcap"
+"$WORK/tqfwd-gen" --out "$PCAP" --flows 1024 --packets 8192 --size 64 >&2
+
+# Huge pages: reserve if allowed; use them when >= 512 MiB are free
+# (testpmd's default pool alone is ~340 MiB), else --no-huge -m 1024.
+scripts/hugepages.sh setup 512 >&2 || true
+free_kb=$(awk '/HugePages_Free/ {f=$2} /Hugepagesize/ {s=$2} END {print f*s}' /proc/meminfo)
+if [ "${free_kb:-0}" -ge 524288 ] && grep -q hugetlbfs /proc/mounts; then
+    MEM="--in-memory"
+    MEM_NOTE="huge pages ($((free_kb / 1024)) MiB free, --in-memory)"
+else
+    MEM="--no-huge -m 1024"
+    MEM_NOTE="NO huge pages (--no-huge -m 1024): not comparable with huge-page figures"
+fi
+echo "pipeline.sh: EAL memory: $MEM_NOTE" >&2
+
+PY=(python3 bench/pipeline.py --tqfwd "$WORK/tqfwd" --pcap "$PCAP" --mem="$MEM" --mem-note="$MEM_NOTE"
+    --rounds "$ROUNDS" --seconds "$SECONDS_ARG" --wait-quiet "$WAIT_QUIET" --results "$RESULTS"
+    --stamp "$STAMP" --command="bench/pipeline.sh ${ORIG_ARGS[*]}")
+[ "$QUICK" = 1 ] && PY+=(--quick)
+[ "$PERF" = 1 ] && PY+=(--perf)
+"${PY[@]}"
