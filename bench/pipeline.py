@@ -480,6 +480,9 @@ def report(meta, cfgs, runs, summ, targets) -> str:
         for name, pf in meta["perf"].items():
             L.append(f"### {name}\n")
             L.append(f"`{pf['record_cmd']}`\n")
+            if pf.get("threads"):
+                L.append("Samples per thread (tqfwd = main lcore 0, rte-worker-1 = lcore 1): "
+                         + "; ".join(" ".join(t.split()) for t in pf["threads"]) + "\n")
             L.append("```")
             L.extend(pf.get("top", ["(no output)"]))
             L.append("```")
@@ -634,13 +637,14 @@ def bar_panel(x0, y0, w, h, title, groups, series, values, ylabel, log=False, un
                      f'{unit_fmt.format(v)}</title></rect>')
             o.append(f'<text x="{x + (bw - 2) / 2:.1f}" y="{y - 3:.1f}" text-anchor="middle" '
                      f'font-size="9">{unit_fmt.format(v)}</text>')
-        o.append(f'<text x="{x0 + gi * gw + gw / 2:.1f}" y="{base + 16}" text-anchor="middle" '
-                 f'font-size="11">{esc(gname)}</text>')
+        for li, part in enumerate(gname.split("\n")):
+            o.append(f'<text x="{x0 + gi * gw + gw / 2:.1f}" y="{base + 16 + 13 * li}" text-anchor="middle" '
+                     f'font-size="11">{esc(part)}</text>')
     return o
 
 
 def svg_chart(meta, cfgs, summ) -> str:
-    W, H = 1000, 470
+    W, H = 1100, 480
     o = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H}" viewBox="0 0 {W} {H}" '
          f'font-family="sans-serif">', f'<rect width="{W}" height="{H}" fill="white"/>']
     # panel 1: throughput by contender and burst
@@ -649,9 +653,9 @@ def svg_chart(meta, cfgs, summ) -> str:
         if not any(f"{traffic}/{pt}/{c}" in summ for c in CONTENDERS):
             continue
         b = pt.split()[-1] if pt.startswith("burst") else "32"
-        groups.append(f"{traffic} burst {b}")
+        groups.append(f"{traffic}\nburst {b}")
         vals.append([summ.get(f"{traffic}/{pt}/{c}", {}).get("tx_mpps") for c in CONTENDERS])
-    o += bar_panel(70, 60, 520, 320, "Forwarded Mpps (median), by contender and burst", groups, CONTENDERS,
+    o += bar_panel(70, 60, 500, 320, "Forwarded Mpps (median), by contender and burst", groups, CONTENDERS,
                    vals, "Mpps (both ports)")
     # panel 2: latency percentiles by backend, default point
     pcts = [("p50", "p50"), ("p90", "p90"), ("p99", "p99"), ("p999", "p99.9")]
@@ -660,9 +664,9 @@ def svg_chart(meta, cfgs, summ) -> str:
         for k, lab in pcts:
             v = [summ.get(f"{traffic}/default/{c}", {}).get("latency_ns", {}).get(k) for c in series2]
             if any(v):
-                groups2.append(f"{traffic} {lab}")
+                groups2.append(f"{lab}\n{traffic}")
                 vals2.append([us(x) if x else None for x in v])
-    o += bar_panel(680, 60, 300, 320, "RX→TX latency µs (default point, log)", groups2, series2, vals2,
+    o += bar_panel(660, 60, 420, 320, "tqfwd RX→TX latency µs, default point (log scale)", groups2, series2, vals2,
                    "µs", log=True, unit_fmt="{:.0f}")
     # legend
     lx = 70
@@ -698,6 +702,10 @@ def run_perf(runner: Runner, log) -> dict:
                                  capture_output=True, text=True, timeout=120)
             top = [l.rstrip(" -") for l in rep.stdout.splitlines() if l.strip() and not l.startswith("#")][:25]
             ent["top"] = top
+            # share of samples per thread (main = lcore 0, rte-worker-1 = lcore 1)
+            rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "comm",
+                                  "-g", "none"], capture_output=True, text=True, timeout=120)
+            ent["threads"] = [l.strip() for l in rep.stdout.splitlines() if l.strip() and not l.startswith("#")]
             # the stages are inlined into the lcore loop: source lines say where
             rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort",
                                   "comm,symbol,srcline", "--percent-limit", "1", "-g", "none"],
@@ -739,6 +747,19 @@ def main() -> int:
     ap.add_argument("--command", default="bench/pipeline.sh")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--perf", action="store_true")
+    ap.add_argument("--perf-only", action="store_true")
+    ap.add_argument("--render-svg", metavar="JSON", help="only redraw the SVG of a results JSON (next to it)")
+    if "--render-svg" in sys.argv:
+        i = sys.argv.index("--render-svg")
+        path = sys.argv[i + 1]
+        with open(path) as f:
+            doc = json.load(f)
+        cfgs = [Cfg(**s["config"]) for s in doc["summary"].values()]
+        out = path[:-len(".json")] + ".svg"
+        with open(out, "w") as f:
+            f.write(svg_chart(doc["meta"], cfgs, doc["summary"]))
+        print(f"wrote {out}")
+        return 0
     a = ap.parse_args()
 
     def log(msg):
@@ -746,6 +767,23 @@ def main() -> int:
 
     cfgs = build_configs(a.quick)
     runner = Runner(a)
+    if a.perf_only:
+        q = wait_quiet(a.wait_quiet, log) if a.wait_quiet > 0 else {"loadavg": loadavg(), "quiet": None}
+        pf = run_perf(runner, log)
+        os.makedirs(a.results, exist_ok=True)
+        path = os.path.join(a.results, f"pipeline-{a.stamp}-perf.txt")
+        with open(path, "w") as f:
+            f.write(f"# {a.command}; load avg before {q['loadavg']}, quiet={q['quiet']}; EAL memory: {a.mem_note}\n")
+            for name, ent in pf.items():
+                f.write(f"== {name}: {ent.get('record_cmd', '')}\n")
+                f.write("samples per thread: " + "; ".join(ent.get("threads", [])) + "\n")
+                f.write("\n".join(ent.get("top", [])) + "\n")
+                f.write(f"== {name}: by source line\n" + "\n".join(ent.get("top_srcline", [])) + "\n")
+                f.write(f"== {name}: {ent.get('stat_cmd', '')}\n")
+                f.write("\n".join(ent.get("summary", []) + ent.get("stat", [])) + "\n\n")
+        sys.stdout.write(open(path).read())
+        log(f"wrote {path}")
+        return 0
     plan = round_plan(cfgs, a.quick)
     est = a.rounds * sum((a.seconds + 1.2) if c.contender in TQFWD else (a.seconds + 3.5) for c in plan)
     log(f"{len(cfgs)} configurations, {len(plan)} runs per round × {a.rounds} rounds, "
@@ -823,29 +861,37 @@ def main() -> int:
     sys.stdout.write(md)
 
     os.makedirs(a.results, exist_ok=True)
-    base = os.path.join(a.results, f"pipeline-{a.stamp}")
+    # --quick writes pipeline-<date>-quick.* and leaves pipeline-latest.* (the
+    # last full run, linked from bench/README.md) alone.
+    base = os.path.join(a.results, f"pipeline-{a.stamp}" + ("-quick" if a.quick else ""))
+    latest = not a.quick
     doc = {"schema": "tqfwd-pipeline-bench/1", "meta": meta, "targets": targets,
            "summary": summ, "runs": runs,
            "ratios": {f"{t}/{p}": {cn: paired_ratio(runs, f"{t}/{p}/tq", f"{t}/{p}/{cn}")
                                    for cn in CONTENDERS[1:]} for t, p in points_in_order(cfgs)}}
     with open(base + ".json", "w") as f:
         json.dump(doc, f, indent=1)
-    shutil.copyfile(base + ".json", os.path.join(a.results, "pipeline-latest.json"))
+    if latest:
+        shutil.copyfile(base + ".json", os.path.join(a.results, "pipeline-latest.json"))
     with open(base + ".md", "w") as f:
         f.write(md)
     svg = svg_chart(meta, cfgs, summ)
     with open(base + ".svg", "w") as f:
         f.write(svg)
-    shutil.copyfile(base + ".svg", os.path.join(a.results, "pipeline-latest.svg"))
+    if latest:
+        shutil.copyfile(base + ".svg", os.path.join(a.results, "pipeline-latest.svg"))
     if meta.get("perf"):
         with open(base + "-perf.txt", "w") as f:
             for name, pf in meta["perf"].items():
                 f.write(f"== {name}: {pf.get('record_cmd', '')}\n")
+                f.write("samples per thread: " + "; ".join(pf.get("threads", [])) + "\n")
                 f.write("\n".join(pf.get("top", [])) + "\n")
                 f.write(f"== {name}: by source line\n" + "\n".join(pf.get("top_srcline", [])) + "\n")
                 f.write(f"== {name}: {pf.get('stat_cmd', '')}\n")
                 f.write("\n".join(pf.get("summary", []) + pf.get("stat", [])) + "\n\n")
-    log(f"wrote {base}.json, {base}.md, {base}.svg, pipeline-latest.json, pipeline-latest.svg "
+    log(f"wrote {base}.json, {base}.md, {base}.svg"
+        + (", pipeline-latest.json, pipeline-latest.svg" if latest else " (--quick: pipeline-latest.* untouched)")
+        + " "
         f"({elapsed:.0f} s of runs)")
     failed = sum(1 for rs in runs.values() for r in rs if "error" in r)
     if failed:

@@ -28,6 +28,8 @@
 #   bench/results/pipeline-latest.json        copy of the above
 #   bench/results/pipeline-latest.svg         throughput / latency chart
 #   bench/results/pipeline-<date>-perf.txt    perf output (full mode)
+# (--quick writes pipeline-<date>-quick.{md,json,svg} and leaves the
+# pipeline-latest.* files of the last full run alone.)
 # See bench/README.md, section "Forwarding pipeline".
 #
 # Usage: bench/pipeline.sh [options]
@@ -40,6 +42,8 @@
 #                    rustc, tqfwd*, testpmd running and CPUs < 15 % busy
 #                    (default 900; quick 0)
 #   --no-perf        skip the perf record / perf stat runs
+#   --perf-only      only the perf record / perf stat runs (tq and ring,
+#                    net_null, default point, 3 s each)
 #   --no-build       use the binaries in target/release as they are
 #   -h, --help       this text
 # Exit codes: 0 ok; 1 a run failed (crash, end check failed, no figures);
@@ -49,7 +53,7 @@ cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
-QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1
+QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1 PERF_ONLY=0
 ORIG_ARGS=("$@")
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "pipeline.sh: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -59,6 +63,7 @@ while [ $# -gt 0 ]; do
         --seconds) need_arg "$@"; SECONDS_ARG="$2"; shift ;;
         --wait-quiet) need_arg "$@"; WAIT_QUIET="$2"; shift ;;
         --no-perf) PERF=0 ;;
+        --perf-only) PERF_ONLY=1 ;;
         --no-build) BUILD=0 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "pipeline.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
@@ -113,4 +118,5 @@ PY=(python3 bench/pipeline.py --tqfwd "$WORK/tqfwd" --pcap "$PCAP" --mem="$MEM" 
     --stamp "$STAMP" --command="bench/pipeline.sh ${ORIG_ARGS[*]}")
 [ "$QUICK" = 1 ] && PY+=(--quick)
 [ "$PERF" = 1 ] && PY+=(--perf)
+[ "$PERF_ONLY" = 1 ] && PY+=(--perf-only)
 "${PY[@]}"
