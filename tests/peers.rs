@@ -19,7 +19,7 @@
 mod common;
 
 use common::*;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -112,6 +112,47 @@ fn finish_tqfwd(tq: &mut Proc, json: &Path, started: Instant) -> Run {
     Run { status, stdout: tq.text(), stderr: String::new(), json, elapsed: started.elapsed() }
 }
 
+/// testpmd generator → memif → tqfwd → memif → testpmd sink, started and
+/// forwarding (see `memif_chain` for the shutdown order these tests keep).
+struct MemifChain {
+    dir: PathBuf,
+    json_path: PathBuf,
+    tq: Proc,
+    sink: Proc,
+    gen: Proc,
+}
+
+impl MemifChain {
+    /// None (after printing why) when testpmd is not installed.
+    fn start(test: &str, app: &[&str]) -> Option<MemifChain> {
+        for tool in ["dpdk-testpmd", "stdbuf"] {
+            if !have_command(tool) {
+                skip_test(test, &format!("`{tool}` not found (scripts/install-deps.sh installs the `dpdk` package)"));
+                return None;
+            }
+        }
+        let dir = scratch(test);
+        let gen_sock = dir.join("gen.sock");
+        let sink_sock = dir.join("sink.sock");
+        let json_path = dir.join("stats.json");
+        let vdevs = vec![
+            format!("net_memif0,role=server,socket={},socket-abstract=no,id=0", gen_sock.display()),
+            format!("net_memif1,role=server,socket={},socket-abstract=no,id=0", sink_sock.display()),
+        ];
+        let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, app, &json_path));
+        // memif servers create their listening sockets when the ports probe.
+        tq.wait_until("memif sockets", Duration::from_secs(20), |_| gen_sock.exists() && sink_sock.exists()).unwrap();
+        let mut sink = Proc::spawn_interactive("sink testpmd", &mut testpmd(&unique_name("tqsink"), 1, &sink_sock, &["--forward-mode=rxonly"]));
+        sink.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+        let mut gen = Proc::spawn_interactive(
+            "generator testpmd",
+            &mut testpmd(&unique_name("tqgen"), 0, &gen_sock, &["--forward-mode=txonly", "--txpkts=64"]),
+        );
+        gen.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+        Some(MemifChain { dir, json_path, tq, sink, gen })
+    }
+}
+
 /// testpmd txonly → memif → tqfwd → memif → testpmd rxonly.
 ///
 /// Shutdown: the generator stops sending first; once the sink's count has
@@ -131,33 +172,9 @@ fn finish_tqfwd(tq: &mut Proc, json: &Path, started: Instant) -> Run {
 fn memif_chain(backend: &str) {
     let _g = serial();
     let test = format!("memif_testpmd_chain_{backend}");
-    for tool in ["dpdk-testpmd", "stdbuf"] {
-        if !have_command(tool) {
-            skip_test(&test, &format!("`{tool}` not found (scripts/install-deps.sh installs the `dpdk` package)"));
-            return;
-        }
-    }
     let t0 = Instant::now();
-    let dir = scratch(&format!("memif-{backend}"));
-    let gen_sock = dir.join("gen.sock");
-    let sink_sock = dir.join("sink.sock");
-    let json_path = dir.join("stats.json");
-    let vdevs = vec![
-        format!("net_memif0,role=server,socket={},socket-abstract=no,id=0", gen_sock.display()),
-        format!("net_memif1,role=server,socket={},socket-abstract=no,id=0", sink_sock.display()),
-    ];
     let app = ["--backend", backend, "--stats-interval", "1", "--link-timeout", "10"];
-    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path));
-    // memif servers create their listening sockets when the ports probe.
-    tq.wait_until("memif sockets", Duration::from_secs(20), |_| gen_sock.exists() && sink_sock.exists()).unwrap();
-
-    let mut sink = Proc::spawn_interactive("sink testpmd", &mut testpmd(&unique_name("tqsink"), 1, &sink_sock, &["--forward-mode=rxonly"]));
-    sink.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
-    let mut gen = Proc::spawn_interactive(
-        "generator testpmd",
-        &mut testpmd(&unique_name("tqgen"), 0, &gen_sock, &["--forward-mode=txonly", "--txpkts=64"]),
-    );
-    gen.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+    let Some(MemifChain { dir, json_path, mut tq, mut sink, mut gen }) = MemifChain::start(&test, &app) else { return };
     let traffic_start = Instant::now();
 
     // Traffic for at least 2 s and until the sink has seen some of it.
@@ -473,31 +490,9 @@ fn link_down_up_while_forwarding() {
 fn tx_stall(on_full: &str) {
     let _g = serial();
     let test = format!("tx_stall_{on_full}");
-    for tool in ["dpdk-testpmd", "stdbuf"] {
-        if !have_command(tool) {
-            skip_test(&test, &format!("`{tool}` not found (scripts/install-deps.sh installs the `dpdk` package)"));
-            return;
-        }
-    }
     let t0 = Instant::now();
-    let dir = scratch(&test);
-    let gen_sock = dir.join("gen.sock");
-    let sink_sock = dir.join("sink.sock");
-    let json_path = dir.join("stats.json");
-    let vdevs = vec![
-        format!("net_memif0,role=server,socket={},socket-abstract=no,id=0", gen_sock.display()),
-        format!("net_memif1,role=server,socket={},socket-abstract=no,id=0", sink_sock.display()),
-    ];
     let app = ["--on-full", on_full, "--stats-interval", "0.5", "--link-timeout", "10"];
-    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdstall"), &vdevs, &app, &json_path));
-    tq.wait_until("memif sockets", Duration::from_secs(20), |_| gen_sock.exists() && sink_sock.exists()).unwrap();
-    let mut sink = Proc::spawn_interactive("sink testpmd", &mut testpmd(&unique_name("tqsink"), 1, &sink_sock, &["--forward-mode=rxonly"]));
-    sink.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
-    let mut gen = Proc::spawn_interactive(
-        "generator testpmd",
-        &mut testpmd(&unique_name("tqgen"), 0, &gen_sock, &["--forward-mode=txonly", "--txpkts=64"]),
-    );
-    gen.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+    let Some(MemifChain { dir, json_path, mut tq, mut sink, mut gen }) = MemifChain::start(&test, &app) else { return };
     let start = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(300));
