@@ -268,6 +268,33 @@ const DATAGRAMS: u64 = 8000;
 /// KiB, a few hundred datagrams).
 const PPS: &str = "4000";
 
+/// The two namespaces and veths of a kernel-peer test, or None (after
+/// saying why) where the tools or the privileges are missing.
+fn kernel_namespaces(test: &str) -> Option<NetnsPair> {
+    for tool in ["ip", "ethtool", "sysctl"] {
+        if !have_command(tool) {
+            skip_test(test, &format!("`{tool}` not found (scripts/install-deps.sh installs iproute2, ethtool, procps)"));
+            return None;
+        }
+    }
+    match NetnsPair::create(MAC_A, "10.77.0.1/24", MAC_B, "10.77.0.2/24") {
+        Ok(n) => Some(n),
+        Err(e) => {
+            skip_test(test, &format!("cannot create network namespaces / veths here ({e}); needs root with CAP_NET_ADMIN + CAP_SYS_ADMIN"));
+            None
+        }
+    }
+}
+
+/// The one-line JSON result `tqfwd-udp-peer recv` prints.
+fn receiver_result(recv_text: &str, context: &str) -> serde_json::Value {
+    recv_text
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .map(|l| serde_json::from_str(l).expect("receiver JSON"))
+        .unwrap_or_else(|| panic!("no receiver JSON\n{context}"))
+}
+
 /// Kernel UDP (namespace A) → af_packet → tqfwd → af_packet → kernel UDP
 /// (namespace B), both ports with two queue pairs polled by two RX lcores.
 ///
@@ -280,20 +307,8 @@ const PPS: &str = "4000";
 fn kernel_peer(backend: &str) {
     let _g = serial();
     let test = format!("kernel_udp_af_packet_{backend}");
-    for tool in ["ip", "ethtool", "sysctl"] {
-        if !have_command(tool) {
-            skip_test(&test, &format!("`{tool}` not found (scripts/install-deps.sh installs iproute2, ethtool, procps)"));
-            return;
-        }
-    }
     let t0 = Instant::now();
-    let ns = match NetnsPair::create(MAC_A, "10.77.0.1/24", MAC_B, "10.77.0.2/24") {
-        Ok(n) => n,
-        Err(e) => {
-            skip_test(&test, &format!("cannot create network namespaces / veths here ({e}); needs root with CAP_NET_ADMIN + CAP_SYS_ADMIN"));
-            return;
-        }
-    };
+    let Some(ns) = kernel_namespaces(&test) else { return };
     let dir = scratch(&format!("kernel-{backend}"));
     let json_path = dir.join("stats.json");
     // framecnt=4096 (default 512): the kernel fans a flow out to another
@@ -348,11 +363,7 @@ fn kernel_peer(backend: &str) {
         run.describe()
     );
     assert!(send.status.success(), "sender failed\n{context}");
-    let r: serde_json::Value = recv_text
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).expect("receiver JSON"))
-        .unwrap_or_else(|| panic!("no receiver JSON\n{context}"));
+    let r = receiver_result(&recv_text, &context);
     assert_eq!(r["unique"], DATAGRAMS, "every datagram arrives\n{context}");
     assert_eq!(r["missing"], 0, "{context}");
     assert_eq!(r["duplicates"], 0, "exactly once\n{context}");
@@ -401,20 +412,8 @@ fn kernel_udp_af_packet_ring() {
 fn link_down_up_while_forwarding() {
     let _g = serial();
     let test = "link_down_up_while_forwarding";
-    for tool in ["ip", "ethtool", "sysctl"] {
-        if !have_command(tool) {
-            skip_test(test, &format!("`{tool}` not found (scripts/install-deps.sh installs iproute2, ethtool, procps)"));
-            return;
-        }
-    }
     let t0 = Instant::now();
-    let ns = match NetnsPair::create(MAC_A, "10.77.0.1/24", MAC_B, "10.77.0.2/24") {
-        Ok(n) => n,
-        Err(e) => {
-            skip_test(test, &format!("cannot create network namespaces / veths here ({e})"));
-            return;
-        }
-    };
+    let Some(ns) = kernel_namespaces(test) else { return };
     let dir = scratch("linkflap");
     let json_path = dir.join("stats.json");
     let vdevs = vec![
@@ -456,11 +455,7 @@ fn link_down_up_while_forwarding() {
     let context = format!("link down: {down:?}, up: {up:?}\nsender ({send_status:?}): {}\nreceiver ({recv_status:?}): {}\n{}", send.text(), recv.text(), run.describe());
     assert!(down.is_ok() && up.is_ok(), "{context}");
     let recv_text = recv.text();
-    let r: serde_json::Value = recv_text
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .map(|l| serde_json::from_str(l).expect("receiver JSON"))
-        .unwrap_or_else(|| panic!("no receiver JSON\n{context}"));
+    let r = receiver_result(&recv_text, &context);
     let per_flow = COUNT / FLOWS;
     assert_eq!(r["duplicates"], 0, "{context}");
     assert_eq!(r["order_violations"], 0, "{context}");
