@@ -7,8 +7,16 @@
 //! new ones. Per-packet accessors read the `rte_mbuf` fields directly in
 //! Rust (no out-of-line call per packet).
 //!
-//! [`MbufBurst`] is a fixed array of [`MAX_BURST`] handles plus a length:
-//! no allocation on the data path.
+//! [`Packet`] is what crosses cores: the mbuf handle plus the few header
+//! facts the worker and TX stages need (where the frame starts, its length,
+//! its input port, a latency-sample mark), read once on the RX lcore while
+//! the header is in its cache. Downstream lcores then never read the mbuf
+//! header, so its cache lines stay with the lcore that allocates, transmits
+//! and frees the mbuf, instead of bouncing between cores on every packet.
+//!
+//! [`Burst`] is a fixed array of [`MAX_BURST`] handles plus a length
+//! ([`MbufBurst`] for the PMDs, `Burst<Packet>` between stages): no
+//! allocation on the data path.
 
 use super::{sys, DpdkError};
 use std::ffi::CString;
@@ -142,6 +150,146 @@ fn prefetch(p: *const u8) {
     let _ = p;
 }
 
+/// An mbuf on its way through the pipeline, with the header facts the
+/// later stages need (see the module doc). Owned like [`MbufPtr`]: moved,
+/// never duplicated, ended once.
+///
+/// Valid while nobody changes the mbuf's data offset or length between RX
+/// and the later reader (tqfwd never does).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[repr(C)]
+pub struct Packet {
+    mbuf: MbufPtr,
+    /// Frame start, in bytes from the mbuf's own address, or
+    /// [`Packet::OFFSET_IN_HEADER`] when it does not fit (an external
+    /// buffer far away): then the header is read.
+    frame_offset: u16,
+    len: u16,
+    port: u16,
+    flags: u16,
+}
+
+// SAFETY: ownership of the mbuf moves with the value, as for MbufPtr.
+unsafe impl Send for Packet {}
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 16);
+
+impl Packet {
+    /// `frame_offset` value meaning "read buf_addr + data_off".
+    const OFFSET_IN_HEADER: u16 = u16::MAX;
+    /// Flag: this packet carries an RX timestamp (latency sample).
+    const SAMPLED: u16 = 1;
+    const EMPTY: Packet = Packet { mbuf: MbufPtr::EMPTY, frame_offset: 0, len: 0, port: 0, flags: 0 };
+
+    /// Reads the header facts of a freshly received mbuf (on the RX lcore).
+    #[inline]
+    pub fn from_rx(m: MbufPtr) -> Packet {
+        // SAFETY: live owned mbuf; plain field reads.
+        let (start, len, port) = unsafe {
+            let h = &*m.raw();
+            ((h.buf_addr as usize).wrapping_add(h.data_off as usize), h.data_len, h.port)
+        };
+        let off = start.wrapping_sub(m.raw() as usize);
+        let frame_offset = if off < Self::OFFSET_IN_HEADER as usize { off as u16 } else { Self::OFFSET_IN_HEADER };
+        Packet { mbuf: m, frame_offset, len, port, flags: 0 }
+    }
+
+    /// The mbuf itself (to transmit or free it).
+    #[inline]
+    pub fn mbuf(self) -> MbufPtr {
+        self.mbuf
+    }
+
+    /// Input port, as the PMD set it at RX.
+    #[inline]
+    pub fn port(self) -> u16 {
+        self.port
+    }
+
+    /// Frame length (first segment).
+    #[inline]
+    pub fn len(self) -> usize {
+        self.len as usize
+    }
+
+    #[inline]
+    pub fn is_empty(self) -> bool {
+        self.len == 0
+    }
+
+    /// Marks the packet as a latency sample (its timestamp field is set).
+    #[inline]
+    pub fn set_sampled(&mut self) {
+        self.flags |= Self::SAMPLED;
+    }
+
+    #[inline]
+    pub fn is_sampled(self) -> bool {
+        self.flags & Self::SAMPLED != 0
+    }
+
+    #[inline]
+    fn frame_start(self) -> *mut u8 {
+        if self.frame_offset != Self::OFFSET_IN_HEADER {
+            // Same address the header gives (from_rx checked the offset);
+            // no header read.
+            (self.mbuf.raw() as *mut u8).wrapping_add(self.frame_offset as usize)
+        } else {
+            // SAFETY: live owned mbuf; plain field reads.
+            unsafe {
+                let h = &*self.mbuf.raw();
+                (h.buf_addr as *mut u8).wrapping_add(h.data_off as usize)
+            }
+        }
+    }
+
+    /// The frame (first segment), without touching the mbuf header.
+    #[inline]
+    pub fn data(&self) -> &[u8] {
+        // SAFETY: the packet owns a live mbuf whose first segment holds
+        // `len` bytes at frame_start() (read from its header at RX; nobody
+        // changed data_off/data_len since, type invariant).
+        unsafe { std::slice::from_raw_parts(self.frame_start(), self.len as usize) }
+    }
+
+    /// The frame, writable.
+    #[inline]
+    pub fn data_mut(&mut self) -> &mut [u8] {
+        // SAFETY: as data(); owned, so nobody else accesses the frame while
+        // we hold &mut self.
+        unsafe { std::slice::from_raw_parts_mut(self.frame_start(), self.len as usize) }
+    }
+
+    /// Hints the CPU to fetch the start of the frame (no header read).
+    #[inline]
+    pub fn prefetch_data(self) {
+        prefetch(self.frame_start());
+    }
+}
+
+/// What a [`Burst`] can hold: an owned mbuf handle, plain or with facts.
+pub trait BurstItem: Copy {
+    /// Fills unused slots; never dereferenced.
+    const EMPTY: Self;
+    fn mbuf(self) -> MbufPtr;
+}
+
+impl BurstItem for MbufPtr {
+    const EMPTY: Self = MbufPtr::EMPTY;
+    #[inline]
+    fn mbuf(self) -> MbufPtr {
+        self
+    }
+}
+
+impl BurstItem for Packet {
+    const EMPTY: Self = Packet::EMPTY;
+    #[inline]
+    fn mbuf(self) -> MbufPtr {
+        self.mbuf
+    }
+}
+
 /// An 8-byte mbuf dynamic field registered with `rte_mbuf_dynfield_register`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct U64Field {
@@ -175,21 +323,24 @@ impl U64Field {
     }
 }
 
-/// A fixed-capacity burst of owned mbufs.
-pub struct MbufBurst {
-    slots: [MbufPtr; MAX_BURST],
+/// A fixed-capacity burst of owned mbufs (plain handles or [`Packet`]s).
+pub struct Burst<T: BurstItem> {
+    slots: [T; MAX_BURST],
     len: usize,
 }
 
-impl Default for MbufBurst {
+/// The burst the PMDs fill and drain.
+pub type MbufBurst = Burst<MbufPtr>;
+
+impl<T: BurstItem> Default for Burst<T> {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl MbufBurst {
+impl<T: BurstItem> Burst<T> {
     pub const fn new() -> Self {
-        MbufBurst { slots: [MbufPtr::EMPTY; MAX_BURST], len: 0 }
+        Burst { slots: [T::EMPTY; MAX_BURST], len: 0 }
     }
 
     #[inline]
@@ -208,18 +359,18 @@ impl MbufBurst {
     }
 
     #[inline]
-    pub fn as_slice(&self) -> &[MbufPtr] {
+    pub fn as_slice(&self) -> &[T] {
         &self.slots[..self.len]
     }
 
     #[inline]
-    pub fn as_mut_slice(&mut self) -> &mut [MbufPtr] {
+    pub fn as_mut_slice(&mut self) -> &mut [T] {
         &mut self.slots[..self.len]
     }
 
     /// Appends one mbuf; returns it back when the burst is full.
     #[inline]
-    pub fn push(&mut self, m: MbufPtr) -> Result<(), MbufPtr> {
+    pub fn push(&mut self, m: T) -> Result<(), T> {
         if self.len == MAX_BURST {
             return Err(m);
         }
@@ -232,7 +383,7 @@ impl MbufBurst {
     /// `fill` writes handles into the slice it gets and returns how many.
     /// Used by hand-off receivers.
     #[inline]
-    pub fn fill_with(&mut self, max: usize, fill: impl FnOnce(&mut [MbufPtr]) -> usize) -> usize {
+    pub fn fill_with(&mut self, max: usize, fill: impl FnOnce(&mut [T]) -> usize) -> usize {
         let end = (self.len + max).min(MAX_BURST);
         let n = fill(&mut self.slots[self.len..end]).min(end - self.len);
         self.len += n;
@@ -257,11 +408,15 @@ impl MbufBurst {
         if self.len == 0 {
             return;
         }
+        let mut raw = [std::ptr::null_mut::<sys::rte_mbuf>(); MAX_BURST];
+        for (r, m) in raw.iter_mut().zip(&self.slots[..self.len]) {
+            *r = m.mbuf().raw();
+        }
         // SAFETY: the first `len` slots are live, owned mbufs (module
-        // invariant); MbufPtr is repr(transparent) over a non-null
-        // `*mut rte_mbuf`; after the call the burst forgets them.
+        // invariant), copied into `raw`; after the call the burst forgets
+        // them.
         unsafe {
-            sys::rte_pktmbuf_free_bulk(self.slots.as_mut_ptr() as *mut *mut sys::rte_mbuf, self.len as u32);
+            sys::rte_pktmbuf_free_bulk(raw.as_mut_ptr(), self.len as u32);
         }
         self.len = 0;
     }
@@ -269,7 +424,7 @@ impl MbufBurst {
     /// Keeps the mbufs for which `keep` returns true, in order, and frees the
     /// others; returns how many were freed.
     #[inline]
-    pub fn retain_or_free(&mut self, mut keep: impl FnMut(&mut MbufPtr) -> bool) -> usize {
+    pub fn retain_or_free(&mut self, mut keep: impl FnMut(&mut T) -> bool) -> usize {
         let mut kept = 0;
         let mut freed = 0;
         for i in 0..self.len {
@@ -279,7 +434,7 @@ impl MbufBurst {
                 kept += 1;
             } else {
                 // SAFETY: a live, owned mbuf that this burst forgets now.
-                unsafe { sys::rte_pktmbuf_free(m.raw()) };
+                unsafe { sys::rte_pktmbuf_free(m.mbuf().raw()) };
                 freed += 1;
             }
         }
@@ -287,6 +442,9 @@ impl MbufBurst {
         freed
     }
 
+}
+
+impl Burst<MbufPtr> {
     pub(crate) fn raw_tail(&mut self) -> (*mut *mut sys::rte_mbuf, usize) {
         // SAFETY: pointer arithmetic inside the slots array (len <= MAX_BURST).
         let p = unsafe { self.slots.as_mut_ptr().add(self.len) } as *mut *mut sys::rte_mbuf;
@@ -302,11 +460,95 @@ impl MbufBurst {
     }
 }
 
-impl Drop for MbufBurst {
+impl<T: BurstItem> Drop for Burst<T> {
     fn drop(&mut self) {
         // Nothing is lost silently: a burst dropped with mbufs inside frees
         // them. The pipeline drains and counts before this happens.
         debug_assert!(self.len == 0, "MbufBurst dropped holding {} mbufs", self.len);
         self.free_all();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A zeroed, 64-byte-aligned rte_mbuf followed by a data room, built
+    /// by hand: `Packet` only reads plain header fields, so no EAL needed.
+    #[repr(C, align(64))]
+    struct FakeMbuf {
+        hdr: sys::rte_mbuf,
+        room: [u8; 512],
+    }
+
+    fn fake(data_off: u16, len: u16, port: u16) -> Box<FakeMbuf> {
+        // SAFETY: rte_mbuf is plain C data; all-zero is a valid value.
+        let mut f: Box<FakeMbuf> = Box::new(unsafe { std::mem::zeroed() });
+        f.hdr.buf_addr = f.room.as_mut_ptr() as *mut std::ffi::c_void;
+        f.hdr.data_off = data_off;
+        f.hdr.data_len = len;
+        f.hdr.port = port;
+        for (i, b) in f.room.iter_mut().enumerate() {
+            *b = i as u8;
+        }
+        f
+    }
+
+    fn handle(f: &mut FakeMbuf) -> MbufPtr {
+        MbufPtr(NonNull::from(&mut f.hdr))
+    }
+
+    #[test]
+    fn packet_reads_frame_without_header_when_offset_fits() {
+        let mut f = fake(100, 60, 3);
+        let mut p = Packet::from_rx(handle(&mut f));
+        assert_eq!(p.frame_offset as usize, std::mem::size_of::<sys::rte_mbuf>() + 100);
+        assert_eq!((p.port(), p.len()), (3, 60));
+        assert_eq!(p.data(), &f.room[100..160]);
+        // The header no longer matters: the packet kept what it needs.
+        f.hdr.data_off = 0;
+        f.hdr.port = 9;
+        assert_eq!(p.data()[0], 100);
+        assert_eq!(p.port(), 3);
+        p.data_mut()[0] = 0xee;
+        assert_eq!(f.room[100], 0xee);
+        assert!(!p.is_sampled());
+        p.set_sampled();
+        assert!(p.is_sampled());
+        assert_eq!(p.mbuf(), handle(&mut f));
+    }
+
+    #[test]
+    fn packet_falls_back_to_header_for_far_or_preceding_buffers() {
+        // One allocation: the mbuf header in the middle, "external" data
+        // buffers 64 KiB before it (negative offset) and 80 KiB after it
+        // (too far for the 16-bit offset): both must read the header.
+        #[repr(C, align(64))]
+        struct Arena {
+            before: [u8; 65_536],
+            hdr: sys::rte_mbuf,
+            after: [u8; 81_920],
+        }
+        // SAFETY: plain data; all-zero is valid.
+        let mut a: Box<Arena> = Box::new(unsafe { std::mem::zeroed() });
+        for (i, b) in a.before.iter_mut().enumerate() {
+            *b = (i % 251) as u8;
+        }
+        for (i, b) in a.after.iter_mut().enumerate() {
+            *b = (i % 241) as u8;
+        }
+        a.hdr.data_off = 10;
+        a.hdr.data_len = 20;
+        for (buf, expect) in [(a.before.as_mut_ptr(), 0usize), (a.after[80_000..].as_mut_ptr(), 1)] {
+            a.hdr.buf_addr = buf as *mut std::ffi::c_void;
+            let p = Packet::from_rx(MbufPtr(NonNull::from(&mut a.hdr)));
+            assert_eq!(p.frame_offset, Packet::OFFSET_IN_HEADER);
+            let want: Vec<u8> = if expect == 0 {
+                a.before[10..30].to_vec()
+            } else {
+                a.after[80_010..80_030].to_vec()
+            };
+            assert_eq!(p.data(), &want[..]);
+        }
     }
 }

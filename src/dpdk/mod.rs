@@ -24,7 +24,7 @@ use std::ffi::CStr;
 use std::fmt;
 
 pub use eal::{Eal, Lcore};
-pub use mbuf::{MbufBurst, MbufPtr, U64Field};
+pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
 pub use port::{LinkStatus, Port, PortInfo, PortStats};

@@ -2,9 +2,11 @@
 //! TransferQueue against. SP/SC rings for the sharded topology (one ring per
 //! producer→consumer pair), MP/SC for shared (one ring per consumer), created
 //! on the consumer's NUMA socket with `RING_F_EXACT_SZ` so a ring of depth N
-//! holds exactly N mbufs.
+//! holds exactly N mbufs. Items are any [`RingItem`]: pointer-sized ones
+//! (mbuf handles) use the classic `void *` ring calls, larger ones
+//! ([`Packet`], 16 bytes) the `_elem` calls with that element size.
 
-use super::mbuf::MbufPtr;
+use super::mbuf::{MbufPtr, Packet};
 use super::{sys, DpdkError};
 use crate::queue::{BurstReceiver, BurstSender};
 use std::ffi::{c_void, CString};
@@ -41,8 +43,9 @@ impl<T: RingItem> Ring<T> {
         if !multi_producer {
             flags |= sys::RING_F_SP_ENQ;
         }
-        // SAFETY: valid C name; returns NULL with rte_errno on failure.
-        let raw = unsafe { sys::rte_ring_create(cname.as_ptr(), depth, socket, flags) };
+        // SAFETY: valid C name; esize is a multiple of 4 (RingItem);
+        // returns NULL with rte_errno on failure.
+        let raw = unsafe { sys::rte_ring_create_elem(cname.as_ptr(), std::mem::size_of::<T>() as u32, depth, socket, flags) };
         if raw.is_null() {
             return Err(DpdkError::from_errno(format!("rte_ring_create({name}, {depth} slots, socket {socket})")));
         }
@@ -62,13 +65,13 @@ impl<T: RingItem> Drop for Ring<T> {
     }
 }
 
-/// Values an `rte_ring` can carry: exactly pointer-sized plain data that
-/// is valid for any bit pattern the ring hands back (it only hands back
-/// what a sender put in).
+/// Values an `rte_ring` can carry: plain data whose size is a non-zero
+/// multiple of 4 bytes (`rte_ring_create_elem`'s rule), copied bit for bit;
+/// the ring only hands back what a sender put in.
 ///
 /// # Safety
-/// Implementors must be `size_of::<*mut c_void>()` bytes, `Copy`, and
-/// carry no drop obligations of their own.
+/// Implementors must be `Copy`, carry no drop obligations of their own, and
+/// have a size that is a non-zero multiple of 4.
 pub unsafe trait RingItem: Copy + Send + 'static {}
 
 // SAFETY: repr(transparent) over a non-null pointer; the ring only returns
@@ -79,6 +82,14 @@ unsafe impl RingItem for u64 {}
 
 const _: () = assert!(std::mem::size_of::<u64>() == std::mem::size_of::<*mut c_void>());
 const _: () = assert!(std::mem::size_of::<MbufPtr>() == std::mem::size_of::<*mut c_void>());
+// SAFETY: 16 bytes of plain data (checked below), Copy, no Drop.
+unsafe impl RingItem for Packet {}
+const _: () = assert!(std::mem::size_of::<Packet>() % 4 == 0);
+
+/// True when T goes through the classic pointer-sized ring calls.
+const fn pointer_sized<T>() -> bool {
+    std::mem::size_of::<T>() == std::mem::size_of::<*mut c_void>()
+}
 
 /// The enqueue side of a ring.
 pub struct RingSender<T: RingItem = MbufPtr>(Arc<Ring<T>>);
@@ -100,15 +111,21 @@ impl<T: RingItem> RingReceiver<T> {
 impl<T: RingItem> BurstSender<T> for RingSender<T> {
     #[inline]
     fn send_burst(&mut self, items: &[T]) -> usize {
-        // SAFETY: `items` is a slice of pointer-sized values (RingItem); the
-        // ring copies the accepted prefix.
+        // SAFETY: `items` is a slice of RingItem values of the ring's
+        // element size; the ring copies the accepted prefix.
         unsafe {
-            sys::rte_ring_enqueue_burst(
-                self.0.raw,
-                items.as_ptr() as *const *mut c_void,
-                items.len() as u32,
-                std::ptr::null_mut(),
-            ) as usize
+            if pointer_sized::<T>() {
+                sys::rte_ring_enqueue_burst(self.0.raw, items.as_ptr() as *const *mut c_void, items.len() as u32, std::ptr::null_mut())
+                    as usize
+            } else {
+                sys::rte_ring_enqueue_burst_elem(
+                    self.0.raw,
+                    items.as_ptr() as *const c_void,
+                    std::mem::size_of::<T>() as u32,
+                    items.len() as u32,
+                    std::ptr::null_mut(),
+                ) as usize
+            }
         }
     }
 }
@@ -116,12 +133,23 @@ impl<T: RingItem> BurstSender<T> for RingSender<T> {
 impl<T: RingItem> BurstReceiver<T> for RingReceiver<T> {
     #[inline]
     fn recv_burst(&mut self, out: &mut [T]) -> usize {
-        // SAFETY: `out` has out.len() writable pointer-sized slots; the ring
-        // only ever holds T values enqueued by a RingSender<T> (each ring is
-        // built for one item type), so what it writes are valid T.
+        // SAFETY: `out` has out.len() writable slots of the ring's element
+        // size; the ring only ever holds T values enqueued by a
+        // RingSender<T> (each ring is built for one item type), so what it
+        // writes are valid T.
         unsafe {
-            sys::rte_ring_dequeue_burst(self.0.raw, out.as_mut_ptr() as *mut *mut c_void, out.len() as u32, std::ptr::null_mut())
-                as usize
+            if pointer_sized::<T>() {
+                sys::rte_ring_dequeue_burst(self.0.raw, out.as_mut_ptr() as *mut *mut c_void, out.len() as u32, std::ptr::null_mut())
+                    as usize
+            } else {
+                sys::rte_ring_dequeue_burst_elem(
+                    self.0.raw,
+                    out.as_mut_ptr() as *mut c_void,
+                    std::mem::size_of::<T>() as u32,
+                    out.len() as u32,
+                    std::ptr::null_mut(),
+                ) as usize
+            }
         }
     }
 

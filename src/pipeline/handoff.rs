@@ -10,12 +10,12 @@
 //! units through `rte_zmalloc_socket`, rings through `rte_ring_create`).
 
 use crate::cli::{Backend, Topology};
-use crate::dpdk::{MbufPtr, Ring, RingReceiver, RingSender, SocketMemory};
+use crate::dpdk::{Packet, Ring, RingReceiver, RingSender, SocketMemory};
 use crate::queue::{self, BurstReceiver, BurstSender};
 use std::sync::Arc;
 
-pub type Sender = Box<dyn BurstSender<MbufPtr>>;
-pub type Receiver = Box<dyn BurstReceiver<MbufPtr>>;
+pub type Sender = Box<dyn BurstSender<Packet>>;
+pub type Receiver = Box<dyn BurstReceiver<Packet>>;
 
 /// A consumer's input queues, polled round-robin.
 pub struct InputSet {
@@ -31,7 +31,7 @@ impl InputSet {
     /// Fills `out` from the inputs, starting with a different one each call
     /// so no producer is starved. Returns how many handles were written.
     #[inline]
-    pub fn recv(&mut self, out: &mut [MbufPtr]) -> usize {
+    pub fn recv(&mut self, out: &mut [Packet]) -> usize {
         let n = self.inputs.len();
         let mut got = 0;
         for i in 0..n {
@@ -84,7 +84,7 @@ pub fn build_link(
         match (backend, topology) {
             (Backend::Tq, Topology::Sharded) => {
                 for row in senders.iter_mut() {
-                    let (mut prods, cons) = queue::channel::<MbufPtr>(1, depth, burst, Arc::new(SocketMemory { socket }))
+                    let (mut prods, cons) = queue::channel::<Packet>(1, depth, burst, Arc::new(SocketMemory { socket }))
                         .map_err(|e| format!("{label} queue to consumer {c}: {e}"))?;
                     capacity += queue::units_per_producer(1, depth, burst) * burst;
                     row[c] = Some(Box::new(prods.pop().expect("one producer")));
@@ -92,7 +92,7 @@ pub fn build_link(
                 }
             }
             (Backend::Tq, Topology::Shared) => {
-                let (prods, cons) = queue::channel::<MbufPtr>(producers, depth, burst, Arc::new(SocketMemory { socket }))
+                let (prods, cons) = queue::channel::<Packet>(producers, depth, burst, Arc::new(SocketMemory { socket }))
                     .map_err(|e| format!("{label} queue to consumer {c}: {e}"))?;
                 capacity += queue::units_per_producer(producers, depth, burst) * burst * producers;
                 for (row, prod) in senders.iter_mut().zip(prods) {
@@ -102,19 +102,19 @@ pub fn build_link(
             }
             (Backend::Ring, Topology::Sharded) => {
                 for (p, row) in senders.iter_mut().enumerate() {
-                    let ring = Ring::<MbufPtr>::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| e.to_string())?;
+                    let ring = Ring::<Packet>::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| e.to_string())?;
                     capacity += depth;
-                    row[c] = Some(Box::new(RingSender::<MbufPtr>::new(ring.clone())));
-                    receivers.push(Box::new(RingReceiver::<MbufPtr>::new(ring)));
+                    row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
+                    receivers.push(Box::new(RingReceiver::<Packet>::new(ring)));
                 }
             }
             (Backend::Ring, Topology::Shared) => {
-                let ring = Ring::<MbufPtr>::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| e.to_string())?;
+                let ring = Ring::<Packet>::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| e.to_string())?;
                 capacity += depth;
                 for row in senders.iter_mut() {
-                    row[c] = Some(Box::new(RingSender::<MbufPtr>::new(ring.clone())));
+                    row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
                 }
-                receivers.push(Box::new(RingReceiver::<MbufPtr>::new(ring)));
+                receivers.push(Box::new(RingReceiver::<Packet>::new(ring)));
             }
         }
         inputs.push(InputSet::new(receivers));
