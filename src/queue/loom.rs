@@ -3,7 +3,7 @@
 //! Run: `RUSTFLAGS="--cfg loom" cargo test --release --lib queue::loom`.
 //!
 //! What loom checks here: every interleaving (up to the preemption bound) of
-//! the publish CAS / detach swap / return CAS / return swap, with loom's
+//! the publish CAS / detach swap / return store / producer reload, with loom's
 //! C11 memory model (a Relaxed or too-weak ordering shows up as a stale
 //! `next`/head value, i.e. a lost or duplicated unit), data races on unit
 //! contents (one `loom::cell::UnsafeCell` per unit, see `sync::Track`), the

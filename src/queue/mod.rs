@@ -36,8 +36,8 @@
 //!
 //! ## Algorithm
 //!
-//! * **Send.** A producer takes a unit from its *local free list* (plain
-//!   pointers, only it touches them), moves up to `burst` items into it, writes
+//! * **Send.** A producer takes its next free unit (its units are used in a
+//!   fixed cycle through its arena, see *Return*), moves up to `burst` items into it, writes
 //!   `count`/`seq`, and publishes it by pushing it on the consumer's list head
 //!   with one CAS (Treiber push; no ABA problem because a push never
 //!   dereferences the head it replaces). One CAS per unit, not per item.
@@ -48,13 +48,21 @@
 //!   consumer reverses it (restoring per-producer FIFO) and keeps it as a local
 //!   chain, handing items out of it across as many `recv` calls as needed
 //!   (a unit may be split: the read offset is remembered).
-//! * **Return.** A unit whose last item was handed out is pushed (same CAS
-//!   discipline) on its producer's *return list*. When a producer's local free
-//!   list is empty it detaches its return list with one swap. Only that
-//!   producer ever removes from its return list, and only the consumer ever
-//!   pushes on it, so there is no ABA either.
-//! * **Full.** Local free list and return list both empty means the queue is
-//!   full for this producer: `send` stops pulling items and returns how many it
+//! * **Return.** A unit whose last item was handed out goes back to its
+//!   producer by one plain `Release` store: the consumer bumps that
+//!   producer's `returned` count (only the consumer writes it). Because the
+//!   consumer takes each producer's units in publish order (the FIFO
+//!   guarantee below), "n units returned" names exactly which units are
+//!   back — the n oldest — so the units can be reused in a fixed cycle
+//!   and no return list is needed. The producer caches the count and
+//!   reloads it (`Acquire`) only when the cached value says full, about
+//!   once per pool cycle. (Session 1 returned units by a CAS push on a
+//!   per-producer return list; in the forwarder that cost a locked RMW
+//!   per unit on the consumer and, on the producer, a swap plus a
+//!   dependent miss on each unit's link, all on lines the other core had
+//!   just written: tq forwarded 0.80 × ring, 0.98 × after this change.)
+//! * **Full.** All `units` of a producer published and not yet returned
+//!   means the queue is full for this producer: `send` stops pulling items and returns how many it
 //!   took; the rest stay with the caller (back-pressure, no spin inside).
 //!   Each producer has its own pool, so one stalled producer cannot starve the
 //!   others of units.
@@ -75,11 +83,10 @@
 //!   only if the head changed since it was read, i.e. another producer
 //!   published or the consumer detached; each failure means another thread made
 //!   progress. (`compare_exchange_weak` may also fail spuriously on LL/SC
-//!   machines; on x86 it does not.) Taking a unit is wait-free (local pop, or
-//!   one load + one swap of the return list).
-//! * The consumer's detach is wait-free (one load, at most one swap). Returning
-//!   a unit is a CAS that can only fail when the owning producer detached its
-//!   return list in between (lock-free, in practice once).
+//!   machines; on x86 it does not.) Taking a unit is wait-free (index
+//!   arithmetic, at most one load of the `returned` count).
+//! * The consumer's detach is wait-free (one load, at most one swap), and so
+//!   is returning a unit (one load of its own count, one store).
 //! * Nobody ever waits for another thread inside the queue: full and empty are
 //!   reported to the caller.
 //!
@@ -95,19 +102,20 @@
 //! * **CAS failure: `Relaxed`.** On failure the producer only stores the
 //!   observed head into its own unit's `next` and retries; it never
 //!   dereferences that pointer.
-//! * **Pre-checks: `Relaxed` loads** of the head (consumer) and of the return
-//!   list (producer) are hints only: a stale null means the items/units are
-//!   seen on the next poll; a non-null leads to the Acquire swap, which does
-//!   the synchronisation. Only the owner swaps a list, so a non-null seen by
-//!   the owner stays non-null until its swap.
-//! * **Return: CAS `Release`; producer's detach: swap `Acquire`.** The
-//!   consumer's reads of the slots (moving items out) happen before the
-//!   Release push, and the producer's refill happens after its Acquire swap,
-//!   so a refill never races with a read (checked by loom, see
-//!   `sync::Track`).
+//! * **Pre-check: `Relaxed` load** of the head (consumer) is a hint only: a
+//!   stale null means the items are seen on the next poll; a non-null leads
+//!   to the Acquire swap, which does the synchronisation. Only the consumer
+//!   swaps the head, so a non-null it sees stays non-null until its swap.
+//! * **Return: store `Release`; producer's reload: load `Acquire`.** The
+//!   consumer's reads of a unit's slots (moving items out) happen before the
+//!   Release store that counts it returned, and the producer refills a unit
+//!   only after an Acquire load that read a count including it (its cached
+//!   count came from such a load), so a refill never races with a read
+//!   (checked by loom, see `sync::Track`). The consumer's own Relaxed load of
+//!   the count reads its own last store (sole writer).
 //! * **`next` links: `Relaxed`.** A unit's `next` is only written by the
-//!   unit's current owner, before a Release publish/return, and only read
-//!   after the corresponding Acquire detach (or by the owner itself).
+//!   producer before its Release publish, and only read after the Acquire
+//!   detach (by the consumer, which then owns the chain).
 //! * **Teardown:** `Arc`'s Release decrement / Acquire fence before the last
 //!   drop makes every handle's writes visible to the final drop.
 //!
@@ -117,7 +125,7 @@
 //! `units = max(1, depth / burst / producers)` ([`units_per_producer`]), so
 //! `depth` is the queue's capacity in items, split across producers (the
 //! write-up counted depth in units; here it is in packets). Plus one
-//! `CachePadded` head and one `CachePadded` return head per producer. Example:
+//! `CachePadded` head and one `CachePadded` `returned` count per producer. Example:
 //! 8-byte mbuf pointers, burst 32: 24 + 256 = 280 → 320 B per unit; depth
 //! 16384 with 4 producers → 128 units × 320 B = 40 KiB per producer, 160 KiB
 //! in all ([`queue_bytes`]).
@@ -148,7 +156,8 @@
 //!   its CAS from a null guess instead of a Relaxed load (see `push`): loom's
 //!   DPOR only remembers the last access to an atomic, and the load would hide
 //!   the interleavings that matter. Each weakened ordering (publish, detach,
-//!   return, return detach made Relaxed) was checked to fail the suite.
+//!   return store, producer's reload made Relaxed) was checked to fail the
+//!   suite.
 //! * Miri (`cargo +nightly miri test --lib queue`, needs the nightly `miri`
 //!   and `rust-src` components): the same unit and stress tests, with Stacked
 //!   and Tree Borrows, and Miri's data-race detector on the threaded tests.
@@ -173,7 +182,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use self::sync::{Arc, AtomicPtr, Ordering, Track};
+use self::sync::{Arc, AtomicPtr, AtomicU32, Ordering, Track};
 
 /// Largest `burst` (items per transfer unit) accepted by [`channel`].
 pub const MAX_BURST: usize = 256;
@@ -426,29 +435,17 @@ unsafe fn reverse(mut list: *mut Unit) -> *mut Unit {
     prev
 }
 
-/// Number of units on a chain.
-///
-/// # Safety
-/// `list` is null or a chain of valid units whose links nobody changes during
-/// the walk.
-unsafe fn chain_len(mut list: *mut Unit) -> usize {
-    let mut n = 0;
-    while !list.is_null() {
-        n += 1;
-        // SAFETY: valid unit with a stable link (caller's contract).
-        list = unsafe { (*list).next.load(Ordering::Relaxed) };
-    }
-    n
-}
-
 // ---------------------------------------------------------------------------
 // Shared state
 // ---------------------------------------------------------------------------
 
-/// One producer's pool: its arena and the list where the consumer returns
-/// spent units.
+/// One producer's pool: its arena and how many of its units the consumer
+/// has returned so far.
 struct Pool {
-    ret: CachePadded<AtomicPtr<Unit>>,
+    /// Units of this pool returned by the consumer since the start
+    /// (wrapping). Written only by the consumer (Release), read by the
+    /// producer (Acquire) only when its cached copy says "full".
+    returned: CachePadded<AtomicU32>,
     arena: NonNull<u8>,
 }
 
@@ -618,25 +615,16 @@ fn build<T: Send>(
             };
         }
         shared.pools.push(Pool {
-            ret: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+            returned: CachePadded::new(AtomicU32::new(0)),
             arena,
         });
     }
     let shared = Arc::new(shared);
     let mut txs = Vec::with_capacity(producers);
     for p in 0..producers {
-        // The whole arena starts on the producer's local free list.
-        for i in 0..units {
-            let next = if i + 1 < units {
-                shared.unit(p, i + 1)
-            } else {
-                ptr::null_mut()
-            };
-            // SAFETY: valid unit, not yet shared with anyone.
-            unsafe { (*shared.unit(p, i)).next.store(next, Ordering::Relaxed) };
-        }
         txs.push(Producer {
-            free: shared.unit(p, 0),
+            next_unit: 0,
+            returned_seen: 0,
             seq: 0,
             id: p as u32,
             burst,
@@ -663,8 +651,12 @@ fn build<T: Send>(
 /// Sending end of a TransferQueue (one per producer thread/lcore). `Send`, not
 /// `Sync`: move it to its thread.
 pub struct Producer<T> {
-    /// Local free list (linked through `next`), owned by this producer only.
-    free: *mut Unit,
+    /// Index in the arena of the unit the next publish fills (units are
+    /// used in a cycle, the order the consumer returns them in).
+    next_unit: usize,
+    /// The pool's `returned` count as last loaded (Acquire).
+    returned_seen: u32,
+    /// Units published so far (wrapping); also the next unit's `seq`.
     seq: u32,
     id: u32,
     burst: usize,
@@ -672,9 +664,9 @@ pub struct Producer<T> {
     shared: Arc<Shared<T>>,
 }
 
-// SAFETY: the producer exclusively owns the units on its local free list
-// (raw pointers into its arena); moving it to another thread moves that
-// ownership. Items it sends are `T: Send`.
+// SAFETY: the producer exclusively owns its free units (those published
+// and already returned, found by index into its arena); moving it to
+// another thread moves that ownership. Items it sends are `T: Send`.
 unsafe impl<T: Send> Send for Producer<T> {}
 
 impl<T> fmt::Debug for Producer<T> {
@@ -687,8 +679,9 @@ impl<T> fmt::Debug for Producer<T> {
     }
 }
 
-/// A unit being filled by `send`; publishes what it holds (or puts the empty
-/// unit back) when dropped, including on a panic in the caller's iterator.
+/// A unit being filled by `send`; publishes what it holds (an empty unit
+/// simply stays free) when dropped, including on a panic in the caller's
+/// iterator.
 struct Fill<'a, T> {
     producer: &'a mut Producer<T>,
     unit: *mut Unit,
@@ -698,11 +691,7 @@ struct Fill<'a, T> {
 impl<T> Drop for Fill<'_, T> {
     #[inline]
     fn drop(&mut self) {
-        if self.n == 0 {
-            // SAFETY: `unit` was taken from the producer's free list and is
-            // still exclusively ours.
-            unsafe { self.producer.put_back(self.unit) }
-        } else {
+        if self.n != 0 {
             // SAFETY: exclusively ours, its first `n` slots are initialised.
             unsafe { self.producer.publish(self.unit, self.n) }
         }
@@ -773,19 +762,14 @@ impl<T: Send> Producer<T> {
         done
     }
 
-    /// Units this producer could fill now without waiting: its local free list
-    /// plus what the consumer has returned so far. A snapshot (the consumer may
-    /// return more right after); walks both lists, so O(units): for stats and
-    /// tests, not the data path.
+    /// Units this producer could fill now without waiting: its pool minus
+    /// the units published and not yet returned. A snapshot (the consumer
+    /// may return more right after).
     pub fn free_units(&self) -> usize {
-        let ret = self.shared.pools[self.id as usize]
-            .ret
+        let returned = self.shared.pools[self.id as usize]
+            .returned
             .load(Ordering::Acquire);
-        // SAFETY: the local free list is ours. Units on the return list keep
-        // their links until this producer (the only remover) detaches them,
-        // which cannot happen during `&self`; the Acquire load makes the links
-        // written before each return push visible.
-        unsafe { chain_len(self.free) + chain_len(ret) }
+        self.shared.geo.units - self.seq.wrapping_sub(returned) as usize
     }
 
     /// Units in this producer's pool (its share of the queue's depth).
@@ -806,28 +790,26 @@ impl<T: Send> Producer<T> {
 
 // Internal helpers need no `T: Send` (the `Fill` guard's `Drop` uses them).
 impl<T> Producer<T> {
-    /// Pops a free unit: local list first, else detaches the return list.
+    /// The next free unit (it stays free until `publish`), or None when
+    /// every unit is published and not yet returned (full). Loads the
+    /// shared `returned` count only when the cached one says full.
     #[inline]
     fn take_unit(&mut self) -> Option<*mut Unit> {
-        if self.free.is_null() {
-            self.free = detach(&self.shared.pools[self.id as usize].ret);
-            if self.free.is_null() {
+        let units = self.shared.geo.units;
+        if self.seq.wrapping_sub(self.returned_seen) as usize >= units {
+            // Acquire: the consumer's reads of the returned units happen
+            // before our refill (its Release store, see the module doc).
+            self.returned_seen = self.shared.pools[self.id as usize]
+                .returned
+                .load(Ordering::Acquire);
+            if self.seq.wrapping_sub(self.returned_seen) as usize >= units {
                 return None; // full
             }
         }
-        let unit = self.free;
-        // SAFETY: units on the local free list are valid and ours.
-        self.free = unsafe { (*unit).next.load(Ordering::Relaxed) };
-        Some(unit)
-    }
-
-    /// # Safety
-    /// `unit` is an empty unit of this producer, exclusively owned.
-    #[inline]
-    unsafe fn put_back(&mut self, unit: *mut Unit) {
-        // SAFETY: valid unit, ours (caller's contract).
-        unsafe { (*unit).next.store(self.free, Ordering::Relaxed) };
-        self.free = unit;
+        // Units are returned in publish order (FIFO per producer), so with
+        // fewer than `units` outstanding, the unit published `units`
+        // publishes ago — the one at `next_unit` — is back.
+        Some(self.shared.unit(self.id as usize, self.next_unit))
     }
 
     /// # Safety
@@ -837,6 +819,10 @@ impl<T> Producer<T> {
     unsafe fn publish(&mut self, unit: *mut Unit, n: usize) {
         let seq = self.seq;
         self.seq = seq.wrapping_add(1);
+        self.next_unit += 1;
+        if self.next_unit == self.shared.geo.units {
+            self.next_unit = 0;
+        }
         // SAFETY: exclusively owned unit (caller's contract); the Release CAS
         // in `push` publishes these writes with the items.
         unsafe {
@@ -1022,9 +1008,19 @@ impl<T> Consumer<T> {
                 (*unit).track.read(|| (*unit).producer),
             )
         };
-        // SAFETY: the unit is ours and holds no live item any more; the
-        // Release push orders our reads before the producer's refill.
-        unsafe { push(&self.shared.pools[producer as usize].ret, unit) };
+        // The unit holds no live item any more: count it back. Only this
+        // consumer writes the count; Release orders our reads of the unit
+        // before the producer's refill (it loads the count with Acquire).
+        // Under loom the same increment is one RMW: as in `push`, a load
+        // right before the store would hide, from loom's DPOR (it tracks
+        // only the last access to an atomic), the interleavings where the
+        // producer reloads the count in between. With one writer the two
+        // forms are equivalent; natively load + store avoids a locked RMW.
+        let returned = &self.shared.pools[producer as usize].returned;
+        #[cfg(not(loom))]
+        returned.store(returned.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        #[cfg(loom)]
+        returned.fetch_add(1, Ordering::Release);
         self.cur = next;
         if next.is_null() {
             self.count = 0;
