@@ -56,11 +56,12 @@
 //!   back — the n oldest — so the units can be reused in a fixed cycle
 //!   and no return list is needed. The producer caches the count and
 //!   reloads it (`Acquire`) only when the cached value says full, about
-//!   once per pool cycle. (Session 1 returned units by a CAS push on a
-//!   per-producer return list; in the forwarder that cost a locked RMW
+//!   once per pool cycle. (The first version returned units by a CAS push
+//!   on a per-producer return list; in the forwarder that cost a locked RMW
 //!   per unit on the consumer and, on the producer, a swap plus a
 //!   dependent miss on each unit's link, all on lines the other core had
-//!   just written: tq forwarded 0.80 × ring, 0.98 × after this change.)
+//!   just written: tq forwarded 0.84 × ring before this change, 0.97 ×
+//!   after, in one alternated run.)
 //! * **Full.** All `units` of a producer published and not yet returned
 //!   means the queue is full for this producer: `send` stops pulling items and returns how many it
 //!   took; the rest stay with the caller (back-pressure, no spin inside).
