@@ -180,6 +180,13 @@ impl RxStage {
         for k in 0..nq {
             let i = if self.first_queue + k >= nq { self.first_queue + k - nq } else { self.first_queue + k };
             let (port, queue, dedicated) = self.queues[i];
+            // The buckets are handed on once per pass (one queue operation
+            // for all ports' packets), unless one could overflow first.
+            if self.buckets.iter().any(|b| b.room() < self.burst)
+                && !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class)
+            {
+                return total;
+            }
             let n = port.rx_burst(queue, &mut self.rx, self.burst);
             if n == 0 {
                 continue;
@@ -244,10 +251,10 @@ impl RxStage {
             }
             self.since_sample = since_sample;
             self.rx.consume_front(n); // moved into the buckets
-            if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class) {
-                return total;
-            }
         }
+        // With `wait`, what does not fit stays in the buckets: the next poll
+        // tries again before receiving more.
+        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class);
         total
     }
 }

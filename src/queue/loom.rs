@@ -72,6 +72,47 @@ fn two_producers_push_detach() {
     });
 }
 
+/// `send_slice` publishes several units as one pre-linked chain with one
+/// CAS: two producers do so concurrently while the consumer detaches;
+/// every item arrives exactly once, FIFO per producer, and both units of
+/// each producer come back.
+#[test]
+fn chain_publish_two_producers() {
+    model(|| {
+        // depth 4, burst 1, 2 producers -> 2 units each; each send_slice
+        // fills both units and pushes them as one chain.
+        let (txs, mut rx) = channel::<(usize, u32)>(2, 4, 1, mem()).unwrap();
+        let handles: Vec<_> = txs
+            .into_iter()
+            .enumerate()
+            .map(|(p, mut tx)| {
+                thread::spawn(move || {
+                    assert_eq!(tx.send_slice(&[(p, 0), (p, 1)]), 2);
+                    tx
+                })
+            })
+            .collect();
+        let mut next = [0u32; 2];
+        let mut got = 0;
+        while got < 4 {
+            let n = rx.recv(usize::MAX, |(p, s): (usize, u32)| {
+                assert_eq!(s, next[p], "producer {p} out of order");
+                next[p] += 1;
+            });
+            got += n;
+            if n == 0 {
+                thread::yield_now();
+            }
+        }
+        for h in handles {
+            let tx = h.join().unwrap();
+            assert_eq!(tx.free_units(), 2);
+        }
+        assert_eq!(next, [2, 2]);
+        assert!(rx.is_empty());
+    });
+}
+
 /// One producer with two units sends more than fits, spinning on full; the
 /// consumer spins on empty. Units are returned and reused.
 #[test]

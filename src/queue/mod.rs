@@ -40,7 +40,10 @@
 //!   fixed cycle through its arena, see *Return*), moves up to `burst` items into it, writes
 //!   `count`/`seq`, and publishes it by pushing it on the consumer's list head
 //!   with one CAS (Treiber push; no ABA problem because a push never
-//!   dereferences the head it replaces). One CAS per unit, not per item.
+//!   dereferences the head it replaces). One CAS per unit, not per item;
+//!   `send_slice` with more than `burst` items links the units it fills
+//!   (newest first, as the list is) and pushes the whole segment with one
+//!   CAS.
 //! * **Receive.** The consumer does a relaxed load of the head and, only if it
 //!   is non-null, detaches the whole list with one `swap(null)` (an empty head
 //!   is never swapped, so an idle consumer keeps the head line shared instead
@@ -378,16 +381,19 @@ unsafe fn slot<T>(unit: *mut Unit, items_offset: usize, i: usize) -> *mut T {
     unsafe { unit.cast::<u8>().add(items_offset).cast::<T>().add(i) }
 }
 
-/// Pushes `unit` on the lock-free list at `head` (one CAS on success).
+/// Pushes the chain `first` → … → `last` (linked through `next`, newest
+/// first) on the lock-free list at `head` with one CAS on success; a single
+/// unit is the chain `first == last`.
 ///
 /// # Safety
-/// `unit` is a valid unit owned exclusively by the caller; ownership passes
-/// to whoever detaches the list.
+/// The chain's units are valid and owned exclusively by the caller, `first`
+/// reaches `last` through their `next` links; ownership passes to whoever
+/// detaches the list.
 #[inline]
-unsafe fn push(head: &AtomicPtr<Unit>, unit: *mut Unit) {
-    // SAFETY: `unit` is valid (caller's contract); `next` is an atomic, so a
+unsafe fn push(head: &AtomicPtr<Unit>, first: *mut Unit, last: *mut Unit) {
+    // SAFETY: `last` is valid (caller's contract); `next` is an atomic, so a
     // shared reference to it is fine even once the unit changes hands.
-    let next = unsafe { &(*unit).next };
+    let next = unsafe { &(*last).next };
     // The first guess of the head. Under loom the guess is null and the CAS
     // itself reads the head: the ordering properties are the same (either way
     // `cur` comes from a Relaxed read and is only stored into our own unit),
@@ -402,7 +408,7 @@ unsafe fn push(head: &AtomicPtr<Unit>, unit: *mut Unit) {
         next.store(cur, Ordering::Relaxed);
         // Release: publishes everything written to the unit (see module doc).
         // Relaxed failure: `cur` is only stored into our own unit.
-        match head.compare_exchange_weak(cur, unit, Ordering::Release, Ordering::Relaxed) {
+        match head.compare_exchange_weak(cur, first, Ordering::Release, Ordering::Relaxed) {
             Ok(_) => return,
             Err(actual) => cur = actual,
         }
@@ -737,29 +743,68 @@ impl<T: Send> Producer<T> {
         taken
     }
 
-    /// Copies a prefix of `items` into units (one CAS per unit) and returns its
-    /// length: all of `items` unless the queue filled up.
+    /// Copies a prefix of `items` into units and returns its length: all of
+    /// `items` unless the queue filled up. All the units it fills are linked
+    /// into one chain and published with **one** CAS (a Treiber push of a
+    /// pre-linked segment), so a caller handing over several bursts at once
+    /// pays for one contended RMW, not one per unit.
     #[inline]
     pub fn send_slice(&mut self, items: &[T]) -> usize
     where
         T: Copy,
     {
+        if items.is_empty() {
+            return 0;
+        }
+        let units = self.shared.geo.units;
+        let want = items.len().div_ceil(self.burst);
+        let mut free = units - self.seq.wrapping_sub(self.returned_seen) as usize;
+        if free < want {
+            // Acquire: as in `take_unit`.
+            self.returned_seen = self.shared.pools[self.id as usize]
+                .returned
+                .load(Ordering::Acquire);
+            free = units - self.seq.wrapping_sub(self.returned_seen) as usize;
+            if free == 0 {
+                return 0; // full
+            }
+        }
+        let (mut newest, mut oldest) = (ptr::null_mut::<Unit>(), ptr::null_mut::<Unit>());
         let mut done = 0;
-        while done < items.len() {
-            let Some(unit) = self.take_unit() else { break };
+        for _ in 0..want.min(free) {
+            // Free: fewer than `units` outstanding after this one (checked
+            // above against a count loaded with Acquire), see `take_unit`.
+            let unit = self.shared.unit(self.id as usize, self.next_unit);
             let n = (items.len() - done).min(self.burst);
-            // SAFETY: the unit is exclusively ours, `n <= burst` slots fit in
-            // it, and `items[done..done + n]` is in bounds; `T: Copy`, so the
-            // copies need no drop bookkeeping.
+            let seq = self.seq;
+            // SAFETY: the unit is free, so exclusively ours; `n <= burst`
+            // slots fit in it, and `items[done..done + n]` is in bounds;
+            // `T: Copy`, so the copies need no drop bookkeeping. The Release
+            // CAS in `push` publishes these writes.
             unsafe {
                 let dst = slot::<T>(unit, self.items_offset, 0);
-                (*unit)
-                    .track
-                    .write(|| ptr::copy_nonoverlapping(items.as_ptr().add(done), dst, n));
-                self.publish(unit, n);
+                (*unit).track.write(|| {
+                    ptr::copy_nonoverlapping(items.as_ptr().add(done), dst, n);
+                    (*unit).count = n as u32;
+                    (*unit).seq = seq;
+                });
+                // Newest first: this unit links to the one filled before it
+                // (the oldest one's link is set by `push`).
+                (*unit).next.store(newest, Ordering::Relaxed);
+            }
+            if oldest.is_null() {
+                oldest = unit;
+            }
+            newest = unit;
+            self.seq = seq.wrapping_add(1);
+            self.next_unit += 1;
+            if self.next_unit == units {
+                self.next_unit = 0;
             }
             done += n;
         }
+        // SAFETY: newest → … → oldest is a chain of our filled units.
+        unsafe { push(&self.shared.head, newest, oldest) };
         done
     }
 
@@ -831,7 +876,7 @@ impl<T> Producer<T> {
                 (*unit).count = n as u32;
                 (*unit).seq = seq;
             });
-            push(&self.shared.head, unit);
+            push(&self.shared.head, unit, unit);
         }
     }
 }
