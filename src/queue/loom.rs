@@ -34,6 +34,24 @@ fn model(f: impl Fn() + Sync + Send + 'static) {
     eprintln!("executions: {}", RUNS.load(O::SeqCst));
 }
 
+/// Polls `rx` (yielding when empty) until `total` items `(producer, seq)`
+/// arrived, asserting FIFO per producer; returns how many came from each.
+fn drain_fifo<const P: usize>(rx: &mut Consumer<(usize, u32)>, total: usize) -> [u32; P] {
+    let mut next = [0u32; P];
+    let mut got = 0;
+    while got < total {
+        let n = rx.recv(usize::MAX, |(p, s): (usize, u32)| {
+            assert_eq!(s, next[p], "producer {p} out of order");
+            next[p] += 1;
+        });
+        got += n;
+        if n == 0 {
+            thread::yield_now();
+        }
+    }
+    next
+}
+
 /// Two producers publish concurrently while the consumer detaches; every item
 /// arrives exactly once, FIFO per producer.
 #[test]
@@ -50,24 +68,11 @@ fn two_producers_push_detach() {
                 })
             })
             .collect();
-        let mut next = [0u32; 2];
-        let mut check = |(p, s): (usize, u32)| {
-            assert_eq!(s, next[p], "producer {p} out of order");
-            next[p] += 1;
-        };
         // Concurrent with the producers: poll until everything arrived.
-        let mut got = 0;
-        while got < 4 {
-            let n = rx.recv(usize::MAX, &mut check);
-            got += n;
-            if n == 0 {
-                thread::yield_now();
-            }
-        }
+        assert_eq!(drain_fifo::<2>(&mut rx, 4), [2, 2]);
         for h in handles {
             h.join().unwrap();
         }
-        assert_eq!(next, [2, 2]);
         assert!(rx.is_empty());
     });
 }
@@ -92,23 +97,11 @@ fn chain_publish_two_producers() {
                 })
             })
             .collect();
-        let mut next = [0u32; 2];
-        let mut got = 0;
-        while got < 4 {
-            let n = rx.recv(usize::MAX, |(p, s): (usize, u32)| {
-                assert_eq!(s, next[p], "producer {p} out of order");
-                next[p] += 1;
-            });
-            got += n;
-            if n == 0 {
-                thread::yield_now();
-            }
-        }
+        assert_eq!(drain_fifo::<2>(&mut rx, 4), [2, 2]);
         for h in handles {
             let tx = h.join().unwrap();
             assert_eq!(tx.free_units(), 2);
         }
-        assert_eq!(next, [2, 2]);
         assert!(rx.is_empty());
     });
 }
