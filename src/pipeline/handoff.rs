@@ -34,12 +34,13 @@ impl InputSet {
     pub fn recv(&mut self, out: &mut [Packet]) -> usize {
         let n = self.inputs.len();
         let mut got = 0;
-        for i in 0..n {
-            let idx = (self.next + i) % n;
+        let mut idx = self.next;
+        for _ in 0..n {
             got += self.inputs[idx].recv_burst(&mut out[got..]);
             if got == out.len() {
                 break;
             }
+            idx = if idx + 1 == n { 0 } else { idx + 1 }; // no division per poll
         }
         self.next = if self.next + 1 >= n { 0 } else { self.next + 1 };
         got
