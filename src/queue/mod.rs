@@ -340,8 +340,9 @@ impl Geometry {
 /// `Geometry::items_offset`.
 #[repr(C)]
 struct Unit {
-    /// Link in whichever list the unit is on (consumer head, consumer's local
-    /// chain, return list, local free list). Written only by the unit's owner.
+    /// Link in the list the unit is on while published (consumer head, then
+    /// the consumer's local chain). Written only by the unit's owner: the
+    /// producer before publishing, the consumer when it reverses the chain.
     next: AtomicPtr<Unit>,
     /// Items in the slots (1..=burst while published).
     count: u32,
@@ -491,7 +492,7 @@ impl<T> Shared<T> {
 impl<T> Drop for Shared<T> {
     fn drop(&mut self) {
         // Items still published (the consumer is gone, or it never detached
-        // them). Units on return or free lists, or in no list, hold no items:
+        // them). Free (returned or never used) units hold no items:
         // the consumer's local chain was emptied by `Consumer::drop`, and a
         // producer only holds a filled unit inside `send` (published by its
         // guard even on panic).
@@ -724,8 +725,8 @@ impl<T: Send> Producer<T> {
             while fill.n < burst {
                 let Some(item) = items.next() else { break };
                 // SAFETY: the unit is exclusively ours and `n < burst`, so the
-                // slot is inside it; the slot holds no live item (units on the
-                // free list are empty).
+                // slot is inside it; the slot holds no live item (free units
+                // are empty).
                 unsafe {
                     (*unit)
                         .track

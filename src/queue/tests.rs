@@ -591,7 +591,7 @@ fn drop_with_items_published_detached_and_partially_read() {
             assert_eq!(log.created(), 62);
             drop(txs);
         } else {
-            // 3 units on the local free list + 1 returned by the consumer.
+            // 3 units never used + 1 returned by the consumer.
             assert_eq!(txs[0].send(&mut tracked(&log, 30..80)), 16);
             drop(txs);
             assert_eq!(log.created(), 46);
