@@ -173,6 +173,7 @@ impl RxStage {
             return 0;
         }
         let mut total = 0;
+        let mut rx_now = 0u64;
         // Start at a different port each poll: under back-pressure the poll
         // ends early, and a fixed start would starve the later ports.
         let nq = self.queues.len();
@@ -196,12 +197,17 @@ impl RxStage {
             // The header is hot here: read what later stages need into the
             // Packet once (they never touch the header), stamp samples.
             let stamp = self.stamp;
-            let now = if stamp.is_some() { dpdk::rdtsc_inline() } else { 0 };
+            // One TSC read per pass over the queues (not per queue): rdtsc
+            // is not cheap in a VM, and a pass takes well under a µs.
+            if stamp.is_some() && rx_now == 0 {
+                rx_now = dpdk::rdtsc_inline();
+            }
+            let now = rx_now;
             let mut since_sample = self.since_sample;
             let mut to_packet = |m: &mut dpdk::MbufPtr| {
                 let mut p = Packet::from_rx(*m);
                 if let Some((field, sample)) = stamp {
-                    // One TSC read per burst; only samples carry a stamp.
+                    // Only samples carry a stamp.
                     since_sample += 1;
                     if since_sample >= sample {
                         since_sample = 0;
