@@ -272,6 +272,11 @@ pub trait BurstItem: Copy {
     /// Fills unused slots; never dereferenced.
     const EMPTY: Self;
     fn mbuf(self) -> MbufPtr;
+    /// Frees the mbufs of `items` with `rte_pktmbuf_free_bulk`.
+    ///
+    /// # Safety
+    /// Every item owns a live mbuf, and the caller forgets the items after.
+    unsafe fn free_bulk(items: &mut [Self]);
 }
 
 impl BurstItem for MbufPtr {
@@ -280,6 +285,12 @@ impl BurstItem for MbufPtr {
     fn mbuf(self) -> MbufPtr {
         self
     }
+    #[inline]
+    unsafe fn free_bulk(items: &mut [Self]) {
+        // SAFETY: live owned mbufs (caller's contract); MbufPtr is
+        // repr(transparent) over a non-null `*mut rte_mbuf`.
+        unsafe { sys::rte_pktmbuf_free_bulk(items.as_mut_ptr() as *mut *mut sys::rte_mbuf, items.len() as u32) }
+    }
 }
 
 impl BurstItem for Packet {
@@ -287,6 +298,20 @@ impl BurstItem for Packet {
     #[inline]
     fn mbuf(self) -> MbufPtr {
         self.mbuf
+    }
+    #[inline]
+    unsafe fn free_bulk(items: &mut [Self]) {
+        // Gathers the handles a chunk at a time (the PMD-facing array must
+        // be contiguous `rte_mbuf *`).
+        let mut raw = [MbufPtr::EMPTY; 64];
+        for chunk in items.chunks(raw.len()) {
+            for (r, p) in raw.iter_mut().zip(chunk) {
+                *r = p.mbuf;
+            }
+            // SAFETY: the first chunk.len() entries are live owned mbufs
+            // (caller's contract).
+            unsafe { MbufPtr::free_bulk(&mut raw[..chunk.len()]) };
+        }
     }
 }
 
@@ -408,16 +433,9 @@ impl<T: BurstItem> Burst<T> {
         if self.len == 0 {
             return;
         }
-        let mut raw = [std::ptr::null_mut::<sys::rte_mbuf>(); MAX_BURST];
-        for (r, m) in raw.iter_mut().zip(&self.slots[..self.len]) {
-            *r = m.mbuf().raw();
-        }
         // SAFETY: the first `len` slots are live, owned mbufs (module
-        // invariant), copied into `raw`; after the call the burst forgets
-        // them.
-        unsafe {
-            sys::rte_pktmbuf_free_bulk(raw.as_mut_ptr(), self.len as u32);
-        }
+        // invariant); after the call the burst forgets them.
+        unsafe { T::free_bulk(&mut self.slots[..self.len]) };
         self.len = 0;
     }
 

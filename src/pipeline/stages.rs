@@ -155,6 +155,13 @@ impl RxStage {
         }
     }
 
+    /// Hands the buckets to the workers ([`flush_buckets`]); false when,
+    /// with `wait`, something stayed behind.
+    #[inline]
+    fn flush(&mut self) -> bool {
+        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class)
+    }
+
     /// One pass over the ports; returns how many packets it received.
     /// `stop`: RX must stop; pending packets are still handed on (or, with
     /// `drop`, already were).
@@ -164,7 +171,7 @@ impl RxStage {
             self.started = true;
             self.counters.rx_start_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
         }
-        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class) {
+        if !self.flush() {
             return 0; // back-pressure: the NIC queue holds the rest
         }
         if stop {
@@ -184,7 +191,7 @@ impl RxStage {
             // The buckets are handed on once per pass (one queue operation
             // for all ports' packets), unless one could overflow first.
             if self.buckets.iter().any(|b| b.room() < self.burst)
-                && !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class)
+                && !self.flush()
             {
                 return total;
             }
@@ -260,7 +267,7 @@ impl RxStage {
         }
         // With `wait`, what does not fit stays in the buckets: the next poll
         // tries again before receiving more.
-        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class);
+        self.flush();
         total
     }
 }

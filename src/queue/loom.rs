@@ -52,11 +52,11 @@ fn drain_fifo<const P: usize>(rx: &mut Consumer<(usize, u32)>, total: usize) -> 
     next
 }
 
-/// Two producers publish concurrently while the consumer detaches; every item
-/// arrives exactly once, FIFO per producer.
-#[test]
-fn two_producers_push_detach() {
-    model(|| {
+/// Two producers each publish items 0 and 1 with `send` (2 units) while
+/// the consumer detaches; every item arrives exactly once, FIFO per
+/// producer, and both units of each producer come back.
+fn two_producers_model(send: fn(&mut Producer<(usize, u32)>, usize) -> usize) {
+    model(move || {
         // depth 4, burst 1, 2 producers -> 2 units each.
         let (txs, mut rx) = channel::<(usize, u32)>(2, 4, 1, mem()).unwrap();
         let handles: Vec<_> = txs
@@ -64,46 +64,31 @@ fn two_producers_push_detach() {
             .enumerate()
             .map(|(p, mut tx)| {
                 thread::spawn(move || {
-                    assert_eq!(tx.send(&mut (0..2).map(|s| (p, s))), 2);
+                    assert_eq!(send(&mut tx, p), 2);
+                    tx
                 })
             })
             .collect();
         // Concurrent with the producers: poll until everything arrived.
         assert_eq!(drain_fifo::<2>(&mut rx, 4), [2, 2]);
         for h in handles {
-            h.join().unwrap();
+            assert_eq!(h.join().unwrap().free_units(), 2);
         }
         assert!(rx.is_empty());
     });
 }
 
-/// `send_slice` publishes several units as one pre-linked chain with one
-/// CAS: two producers do so concurrently while the consumer detaches;
-/// every item arrives exactly once, FIFO per producer, and both units of
-/// each producer come back.
+/// One unit per item, one publish CAS per unit (`send`).
+#[test]
+fn two_producers_push_detach() {
+    two_producers_model(|tx, p| tx.send(&mut (0..2).map(|s| (p, s))));
+}
+
+/// `send_slice` fills both units and publishes them as one pre-linked
+/// chain with one CAS.
 #[test]
 fn chain_publish_two_producers() {
-    model(|| {
-        // depth 4, burst 1, 2 producers -> 2 units each; each send_slice
-        // fills both units and pushes them as one chain.
-        let (txs, mut rx) = channel::<(usize, u32)>(2, 4, 1, mem()).unwrap();
-        let handles: Vec<_> = txs
-            .into_iter()
-            .enumerate()
-            .map(|(p, mut tx)| {
-                thread::spawn(move || {
-                    assert_eq!(tx.send_slice(&[(p, 0), (p, 1)]), 2);
-                    tx
-                })
-            })
-            .collect();
-        assert_eq!(drain_fifo::<2>(&mut rx, 4), [2, 2]);
-        for h in handles {
-            let tx = h.join().unwrap();
-            assert_eq!(tx.free_units(), 2);
-        }
-        assert!(rx.is_empty());
-    });
+    two_producers_model(|tx, p| tx.send_slice(&[(p, 0), (p, 1)]));
 }
 
 /// One producer with two units sends more than fits, spinning on full; the

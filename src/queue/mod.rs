@@ -757,38 +757,27 @@ impl<T: Send> Producer<T> {
         if items.is_empty() {
             return 0;
         }
-        let units = self.shared.geo.units;
         let want = items.len().div_ceil(self.burst);
-        let mut free = units - self.seq.wrapping_sub(self.returned_seen) as usize;
-        if free < want {
-            // Acquire: as in `take_unit`.
-            self.returned_seen = self.shared.pools[self.id as usize]
-                .returned
-                .load(Ordering::Acquire);
-            free = units - self.seq.wrapping_sub(self.returned_seen) as usize;
-            if free == 0 {
-                return 0; // full
-            }
+        let fill = want.min(self.free_units_for(want));
+        if fill == 0 {
+            return 0; // full
         }
         let (mut newest, mut oldest) = (ptr::null_mut::<Unit>(), ptr::null_mut::<Unit>());
         let mut done = 0;
-        for _ in 0..want.min(free) {
-            // Free: fewer than `units` outstanding after this one (checked
-            // above against a count loaded with Acquire), see `take_unit`.
+        for _ in 0..fill {
+            // Free: counted free by `free_units_for` (see `take_unit`).
             let unit = self.shared.unit(self.id as usize, self.next_unit);
             let n = (items.len() - done).min(self.burst);
-            let seq = self.seq;
             // SAFETY: the unit is free, so exclusively ours; `n <= burst`
             // slots fit in it, and `items[done..done + n]` is in bounds;
             // `T: Copy`, so the copies need no drop bookkeeping. The Release
             // CAS in `push` publishes these writes.
             unsafe {
                 let dst = slot::<T>(unit, self.items_offset, 0);
-                (*unit).track.write(|| {
-                    ptr::copy_nonoverlapping(items.as_ptr().add(done), dst, n);
-                    (*unit).count = n as u32;
-                    (*unit).seq = seq;
-                });
+                (*unit)
+                    .track
+                    .write(|| ptr::copy_nonoverlapping(items.as_ptr().add(done), dst, n));
+                self.seal(unit, n);
                 // Newest first: this unit links to the one filled before it
                 // (the oldest one's link is set by `push`).
                 (*unit).next.store(newest, Ordering::Relaxed);
@@ -797,11 +786,6 @@ impl<T: Send> Producer<T> {
                 oldest = unit;
             }
             newest = unit;
-            self.seq = seq.wrapping_add(1);
-            self.next_unit += 1;
-            if self.next_unit == units {
-                self.next_unit = 0;
-            }
             done += n;
         }
         // SAFETY: newest → … → oldest is a chain of our filled units.
@@ -842,16 +826,8 @@ impl<T> Producer<T> {
     /// shared `returned` count only when the cached one says full.
     #[inline]
     fn take_unit(&mut self) -> Option<*mut Unit> {
-        let units = self.shared.geo.units;
-        if self.seq.wrapping_sub(self.returned_seen) as usize >= units {
-            // Acquire: the consumer's reads of the returned units happen
-            // before our refill (its Release store, see the module doc).
-            self.returned_seen = self.shared.pools[self.id as usize]
-                .returned
-                .load(Ordering::Acquire);
-            if self.seq.wrapping_sub(self.returned_seen) as usize >= units {
-                return None; // full
-            }
+        if self.free_units_for(1) == 0 {
+            return None; // full
         }
         // Units are returned in publish order (FIFO per producer), so with
         // fewer than `units` outstanding, the unit published `units`
@@ -859,24 +835,55 @@ impl<T> Producer<T> {
         Some(self.shared.unit(self.id as usize, self.next_unit))
     }
 
-    /// # Safety
-    /// `unit` is a unit of this producer, exclusively owned, whose first `n`
-    /// slots (`1 <= n <= burst`) hold initialised items.
+    /// How many units are free, by the cached `returned` count; reloads the
+    /// shared count only when the cached one shows fewer than `wanted`.
     #[inline]
-    unsafe fn publish(&mut self, unit: *mut Unit, n: usize) {
+    fn free_units_for(&mut self, wanted: usize) -> usize {
+        let units = self.shared.geo.units;
+        let free = units - self.seq.wrapping_sub(self.returned_seen) as usize;
+        if free >= wanted {
+            return free;
+        }
+        // Acquire: the consumer's reads of the returned units happen before
+        // our refill (its Release store, see the module doc).
+        self.returned_seen = self.shared.pools[self.id as usize]
+            .returned
+            .load(Ordering::Acquire);
+        units - self.seq.wrapping_sub(self.returned_seen) as usize
+    }
+
+    /// Writes the header of the unit at `next_unit` (count, seq) and moves
+    /// on to the next unit; the caller then publishes it.
+    ///
+    /// # Safety
+    /// `unit` is the free unit at `next_unit`, exclusively owned, whose
+    /// first `n` slots (`1 <= n <= burst`) hold initialised items.
+    #[inline]
+    unsafe fn seal(&mut self, unit: *mut Unit, n: usize) {
         let seq = self.seq;
         self.seq = seq.wrapping_add(1);
         self.next_unit += 1;
         if self.next_unit == self.shared.geo.units {
             self.next_unit = 0;
         }
-        // SAFETY: exclusively owned unit (caller's contract); the Release CAS
-        // in `push` publishes these writes with the items.
+        // SAFETY: exclusively owned unit (caller's contract); the caller's
+        // Release CAS in `push` publishes these writes with the items.
         unsafe {
             (*unit).track.write(|| {
                 (*unit).count = n as u32;
                 (*unit).seq = seq;
-            });
+            })
+        };
+    }
+
+    /// # Safety
+    /// As [`Producer::seal`]: `unit` is the free unit at `next_unit` (from
+    /// `take_unit`), exclusively owned, first `n` slots initialised.
+    #[inline]
+    unsafe fn publish(&mut self, unit: *mut Unit, n: usize) {
+        // SAFETY: as `seal`'s contract (ours); `unit` alone is a chain.
+        unsafe {
+            self.seal(unit, n);
             push(&self.shared.head, unit, unit);
         }
     }
