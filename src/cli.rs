@@ -107,9 +107,21 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 2048, value_parser = parse_depth)]
     pub depth: u32,
 
-    /// What to do when a hand-off queue is full
+    /// What to do when a hand-off queue or a port's TX queue is full. Both modes first hold the packets and stop taking input, so the excess stays in the NIC; drop: a consumer that refuses for longer than --drop-after is stalled and its packets are freed and counted instead of holding up the others
     #[arg(long, value_enum, default_value_t = OnFull::Drop)]
     pub on_full: OnFull,
+
+    /// With --on-full drop: microseconds refused packets are held before their consumer (worker, TX lcore, port) counts as stalled and its packets are dropped; 0 = drop at once (no holding)
+    #[arg(long, value_name = "USEC", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
+    pub drop_after: u32,
+
+    /// Benchmark knob: take at most MPPS million packets per second from the ports (a token bucket on the RX stage, split evenly over the RX lcores; the excess stays in the NIC)
+    #[arg(long, value_name = "MPPS", value_parser = parse_mpps)]
+    pub rx_rate: Option<f64>,
+
+    /// Test knob: worker IDX (0-based, in --worker-lcores order) sleeps MS milliseconds once, at its first packet
+    #[arg(long, value_name = "IDX:MS", value_parser = parse_stall, hide = true)]
+    pub debug_stall_worker: Option<(u32, u32)>,
 
     /// Destination MAC for frames leaving PORT (repeatable); default 02:00:00:00:00:<tx port>
     #[arg(long = "peer-mac", value_name = "PORT=MAC", value_parser = parse_peer_mac)]
@@ -240,6 +252,21 @@ fn parse_depth(s: &str) -> Result<u32, String> {
     Ok(v)
 }
 
+fn parse_mpps(s: &str) -> Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of Mpps"))?;
+    if !(v > 0.0 && v.is_finite() && v <= 10_000.0) {
+        return Err(format!("{s} must be a rate in Mpps above 0 and at most 10000"));
+    }
+    Ok(v)
+}
+
+fn parse_stall(s: &str) -> Result<(u32, u32), String> {
+    let (i, ms) = s.split_once(':').ok_or_else(|| format!("'{s}' is not IDX:MS (e.g. 1:2000)"))?;
+    let i: u32 = i.trim().parse().map_err(|_| format!("'{i}' is not a worker index (in IDX:MS)"))?;
+    let ms: u32 = ms.trim().parse().map_err(|_| format!("'{ms}' is not a number of milliseconds (in IDX:MS)"))?;
+    Ok((i, ms))
+}
+
 fn parse_peer_mac(s: &str) -> Result<(u16, MacAddr), String> {
     let (p, m) = s.split_once('=').ok_or_else(|| format!("'{s}' is not PORT=MAC (e.g. 0=02:00:00:00:00:01)"))?;
     let port: u16 = p.trim().parse().map_err(|_| format!("'{p}' is not a port number (in PORT=MAC)"))?;
@@ -328,6 +355,12 @@ mod tests {
             &["tqfwd", "--peer-mac", "02:00:00:00:00:01"],
             &["tqfwd", "--backend", "x"],
             &["tqfwd", "--duration", "-1"],
+            &["tqfwd", "--rx-rate", "0"],
+            &["tqfwd", "--rx-rate", "nan"],
+            &["tqfwd", "--rx-rate", "x"],
+            &["tqfwd", "--drop-after", "-5"],
+            &["tqfwd", "--drop-after", "10000001"],
+            &["tqfwd", "--debug-stall-worker", "1"],
         ] {
             match parse_options(&s(bad)) {
                 Err(Err(line)) => assert!(!line.contains('\n'), "{line}"),

@@ -58,12 +58,12 @@ fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
     let dir = scratch(&format!("{backend}-{topology}"));
     let mut per_port_inputs: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
     let mut vdevs = Vec::new();
-    for port in 0..2usize {
+    for (port, inputs) in per_port_inputs.iter_mut().enumerate() {
         let mut args = format!("net_pcap{port}");
         for q in 0..2usize {
             let path = dir.join(format!("in{port}_{q}.pcap"));
             let frames = write_input(&path, (port * 2 + q) * 1000, FRAMES_PER_FILE);
-            per_port_inputs[port].extend(frames);
+            inputs.extend(frames);
             args.push_str(&format!(",rx_pcap={}", path.display()));
         }
         args.push_str(&format!(",tx_pcap={}", dir.join(format!("out{port}.pcap")).display()));
@@ -182,7 +182,8 @@ fn odd_frames_forwarded_and_counted() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// A tiny queue and a slowed worker with `--on-full drop`: drops are
+/// A tiny queue and a slowed worker with `--on-full drop --drop-after 0`
+/// (drop at once instead of holding): drops are
 /// counted under rx_handoff_full and conservation stays exact; what was
 /// transmitted is exactly what the JSON says.
 fn drops_counted(backend: &str) {
@@ -193,7 +194,7 @@ fn drops_counted(backend: &str) {
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),
-        &["--backend", backend, "--on-full", "drop", "--depth", "8", "--burst", "8", "--worker-cycles", "20000", "--duration", "2", "--stats-interval", "0"],
+        &["--backend", backend, "--on-full", "drop", "--drop-after", "0", "--depth", "8", "--burst", "8", "--worker-cycles", "20000", "--duration", "2", "--stats-interval", "0"],
         Duration::from_secs(60),
     );
     assert_clean_end(&run);

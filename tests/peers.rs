@@ -476,10 +476,12 @@ fn link_down_up_while_forwarding() {
 
 /// A TX peer that stops reading: the sink testpmd stops polling (its memif
 /// link stays up) for 1.5 s mid-traffic, then starts again.
-/// - `--on-full drop`: what the full memif ring refuses is freed and counted
-///   as `tx_full`; memory stays bounded (0 mbufs in use at the end).
+/// - `--on-full drop`: once the port has refused for `--drop-after`, what
+///   the full memif ring refuses is freed and counted as `tx_full`; memory
+///   stays bounded (0 mbufs in use at the end).
 /// - `--on-full wait`: nothing is dropped anywhere in tqfwd; the pressure
 ///   goes back to the generator, whose memif TX is refused instead.
+///
 /// Both: forwarding resumes, the sink's cumulative count equals tqfwd's
 /// port 1 `tx_packets`, tqfwd read everything the generator sent.
 fn tx_stall(on_full: &str) {

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 fn assert_usage_error(run: &Run, needle: &str) {
     assert_eq!(run.code(), 2, "{}", run.describe());
     assert!(!run.stderr.contains("panicked") && !run.stderr.contains("backtrace"), "{}", run.describe());
-    let last = run.stderr.lines().filter(|l| !l.trim().is_empty()).last().unwrap_or("");
+    let last = run.stderr.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
     assert!(last.starts_with("tqfwd: error: "), "last stderr line is not ours: {last:?}\n{}", run.describe());
     assert!(last.contains(needle), "expected {needle:?} in {last:?}");
     let ours = run.stderr.lines().filter(|l| l.starts_with("tqfwd: error")).count();

@@ -13,6 +13,7 @@
 
 pub mod classes;
 pub mod handoff;
+pub mod rate;
 pub mod telemetry;
 pub mod stages;
 
@@ -144,14 +145,15 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
     loop {
         let mut pending = false;
         let mut moved = 0usize;
-        if let Some(rx) = work.rx.as_mut() {
-            if !rx.done {
-                moved += rx.poll(signal::quit_requested());
-                if rx.done {
-                    phase.rx_done.fetch_add(1, Ordering::Release);
-                } else {
-                    pending = true;
-                }
+        // Output before input: an lcore holding several roles first makes
+        // room downstream (TX, then the worker), then receives. Under
+        // overload the reverse order lets RX fill the queues that the
+        // lcore's own TX should be draining (receive livelock).
+        if let Some(t) = work.tx.as_mut() {
+            if !t.done {
+                let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
+                moved += t.poll(upstream_done);
+                pending |= !t.done;
             }
         }
         if let Some(w) = work.worker.as_mut() {
@@ -165,11 +167,14 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
                 }
             }
         }
-        if let Some(t) = work.tx.as_mut() {
-            if !t.done {
-                let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
-                moved += t.poll(upstream_done);
-                pending |= !t.done;
+        if let Some(rx) = work.rx.as_mut() {
+            if !rx.done {
+                moved += rx.poll(signal::quit_requested());
+                if rx.done {
+                    phase.rx_done.fetch_add(1, Ordering::Release);
+                } else {
+                    pending = true;
+                }
             }
         }
         let t1 = dpdk::rdtsc_inline();
@@ -248,6 +253,11 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         workers.extend(&c.lcores);
     }
     let n_workers = workers.len();
+    if let Some((idx, _)) = opts.debug_stall_worker {
+        if idx as usize >= n_workers {
+            return Err(RunError::Usage(format!("--debug-stall-worker {idx}: there are {n_workers} workers (indices 0-{})", n_workers - 1)));
+        }
+    }
     let worker_class = |w: usize| -> u8 { class_workers.iter().rposition(|&(s, n)| (w as u32) >= s && (w as u32) < s + n).unwrap_or(0) as u8 };
     // RX stages: the RX lcores, plus each class's first lcore, which polls
     // the class's dedicated queue on ports that accept rte_flow rules.
@@ -408,10 +418,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
 
     // --- forwarding tables ---
     let mut map = PortMap { out_port: [0; MAX_PORTS], tx_index: [0; MAX_PORTS], dst_mac: [[0; 6]; MAX_PORTS], src_mac: [[0; 6]; MAX_PORTS] };
-    for i in 0..ports.len() {
+    for (i, mac) in macs.iter().enumerate().take(ports.len()) {
         map.out_port[i] = peer_port(i, ports.len()) as u16;
         map.tx_index[i] = (i % n_tx) as u8;
-        map.src_mac[i] = macs[i];
+        map.src_mac[i] = *mac;
         map.dst_mac[i] = [0x02, 0, 0, 0, 0, i as u8];
     }
     for (p, mac) in &opts.peer_mac {
@@ -428,7 +438,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     // --- per-lcore work ---
     let counters: Vec<(Lcore, Arc<LcoreCounters>)> = all_lcores.iter().map(|&l| (l, Arc::new(LcoreCounters::default()))).collect();
     let counters_of = |l: Lcore| counters.iter().find(|(x, _)| *x == l).map(|(_, c)| c.clone()).expect("counters");
-    let wait = opts.on_full == OnFull::Wait;
+    let policy = rate::FullPolicy::new(opts.on_full == OnFull::Wait, opts.drop_after as u64, dpdk::tsc_hz());
     let mut rx_senders: Vec<Option<Vec<handoff::Sender>>> = rx_link.senders.into_iter().map(Some).collect();
     let mut worker_inputs: Vec<Option<InputSet>> = rx_link.inputs.into_iter().map(Some).collect();
     let mut worker_senders: Vec<Option<Vec<handoff::Sender>>> = tx_link.senders.into_iter().map(Some).collect();
@@ -454,7 +464,9 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 queues,
                 rx_senders[stage].take().expect("rx senders"),
                 burst,
-                wait,
+                policy,
+                // Each RX lcore takes its share of the rate.
+                opts.rx_rate.map(|mpps| rate::TokenBucket::new(mpps * 1e6 / rx_stages.len() as f64, dpdk::tsc_hz(), burst)),
                 stamp_field.map(|f| (f, opts.latency_sample)),
                 classes.iter().map(|c| c.matcher).collect(),
                 class_workers.clone(),
@@ -466,17 +478,18 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 worker_inputs[w].take().expect("worker inputs"),
                 worker_senders[w].take().expect("worker senders"),
                 burst,
-                wait,
+                policy,
                 map.clone(),
                 !opts.no_mac_rewrite,
                 opts.worker_cycles as u64,
                 worker_class(w),
+                opts.debug_stall_worker.filter(|&(idx, _)| idx as usize == w).map(|(_, ms)| Duration::from_millis(ms as u64)),
                 c.clone(),
             )
         });
         let tx = layout.tx.iter().position(|&x| x == l).map(|t| {
             let tx_ports = ports.iter().map(|&p| (p, t as u16)).collect();
-            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, stamp_field, wait, c.clone())
+            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, stamp_field, policy, c.clone())
         });
         work.push((l, Mutex::new(Some(LcoreWork { rx, worker, tx }))));
     }
@@ -605,7 +618,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let mut app_classes = Vec::new();
     if !classes.is_empty() {
         let names = std::iter::once(("default".to_string(), "(unclassified)".to_string(), layout.worker.clone()))
-            .chain(classes.iter().map(|c| (c.name.clone(), c.text.splitn(3, ':').nth(1).unwrap_or("").to_string(), c.lcores.clone())));
+            .chain(classes.iter().map(|c| (c.name.clone(), c.text.split(':').nth(1).unwrap_or("").to_string(), c.lcores.clone())));
         for (k, (name, matcher, class_lcores)) in names.enumerate() {
             let sum = |f: &dyn Fn(&LcoreCounters) -> u64| counters.iter().map(|(_, c)| f(c)).sum::<u64>();
             let rx_lcores = counters
@@ -690,6 +703,9 @@ fn bring_up(
 /// Validates and creates one rte_flow rule per class (class k to queue
 /// `first_queue + k`); all or nothing.
 #[allow(clippy::type_complexity)]
+// A FlowRule's rte_flow items point into the rule itself, so each is boxed
+// (its address must not change while the Vec grows).
+#[allow(clippy::vec_box)]
 fn install_class_rules(
     port: u16,
     classes: &[classes::ClassSpec],

@@ -1,8 +1,15 @@
 //! The three stages. Each is a struct owned by one lcore, polled from that
 //! lcore's loop; an lcore holding several roles polls them in turn, so no
-//! stage ever blocks: with `--on-full wait` a producer whose queue is full
-//! keeps the packets and stops taking input until they fit (back-pressure),
-//! instead of spinning.
+//! stage ever blocks.
+//!
+//! Overload: a producer whose consumer (hand-off queue or port) refuses
+//! keeps the packets and stops taking input until they fit, so the
+//! pressure travels back to RX, which stops polling, and the excess stays
+//! in the NIC (`imissed`), where dropping it costs no cycles. With
+//! `--on-full wait` that is all; with `--on-full drop` a consumer that has
+//! refused for `--drop-after` is stalled and its packets are dropped at
+//! once instead (see [`Hold`]), so one stalled worker or port does not stop
+//! the others' traffic.
 //!
 //! Ownership: every mbuf a stage holds sits in one of its bursts; it
 //! leaves by being handed on (queue or PMD) or freed and counted.
@@ -11,13 +18,13 @@
 //! that receives (and, in the default layout, transmits and frees) the
 //! mbuf. What crosses cores is a [`Packet`] (handle + frame offset, length,
 //! input port, sample mark) read at RX; workers touch only the frame, TX
-//! groups by the packet's port. On two cores this took the RX+TX lcore from
-//! about 160 to about 80 cycles per forwarded packet (see bench/README.md).
+//! groups by the packet's port.
 
 use super::handoff::{InputSet, Sender};
 use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
 use crate::latency::Histogram;
 use super::classes::{self, Match};
+use super::rate::{FullPolicy, Hold, TokenBucket};
 use crate::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES, MAX_PORTS};
 use crate::wire::{self, FrameClass};
 use std::sync::Arc;
@@ -36,36 +43,42 @@ fn reduce(hash: u32, n: u32) -> usize {
     ((hash as u64 * n as u64) >> 32) as usize
 }
 
-/// Hands every non-empty bucket to its sender. With `wait`, returns false
-/// when something could not be sent (it stays in the bucket); otherwise the
-/// rest is freed and counted under `reason`.
-/// `bucket_class[i]` is the application class of bucket i's packets (0 =
-/// default), for per-class drop counts.
+/// Hands every non-empty bucket to its sender. What a sender refuses
+/// stays in its bucket (the caller then takes no input: back-pressure)
+/// unless the bucket's [`Hold`] says to drop it: then it is freed and
+/// counted under `reason` (and the bucket's application class,
+/// `bucket_class[i]`, 0 = default). Returns false when something stayed.
 #[inline]
+#[allow(clippy::too_many_arguments)]
 fn flush_buckets(
     buckets: &mut [Burst<Packet>],
     senders: &mut [Sender],
-    wait: bool,
+    holds: &mut [Hold],
+    policy: FullPolicy,
     counters: &LcoreCounters,
     reason: DropReason,
     bucket_class: &[u8],
 ) -> bool {
     let mut all_sent = true;
-    for (i, (bucket, sender)) in buckets.iter_mut().zip(senders.iter_mut()).enumerate() {
+    for (i, ((bucket, sender), hold)) in buckets.iter_mut().zip(senders.iter_mut()).zip(holds.iter_mut()).enumerate() {
         if bucket.is_empty() {
             continue;
         }
         let n = sender.send_burst(bucket.as_slice());
         bucket.consume_front(n);
-        if !bucket.is_empty() {
-            if wait {
-                all_sent = false;
-            } else {
-                counters.count_drop(reason, bucket.len() as u64);
-                let class = bucket_class.get(i).copied().unwrap_or(0) as usize;
-                bump(&counters.class_drops[class % (MAX_APP_CLASSES + 1)], bucket.len() as u64);
-                bucket.free_all();
-            }
+        if n != 0 {
+            hold.took();
+        }
+        if bucket.is_empty() {
+            continue;
+        }
+        if hold.refused(policy, dpdk::rdtsc_inline) {
+            counters.count_drop(reason, bucket.len() as u64);
+            let class = bucket_class.get(i).copied().unwrap_or(0) as usize;
+            bump(&counters.class_drops[class % (MAX_APP_CLASSES + 1)], bucket.len() as u64);
+            bucket.free_all();
+        } else {
+            all_sent = false;
         }
     }
     all_sent
@@ -100,9 +113,13 @@ pub struct RxStage {
     bucket_class: Vec<u8>,
     senders: Vec<Sender>,
     buckets: Vec<Burst<Packet>>,
+    /// Hold state per worker bucket (`--on-full drop`).
+    holds: Vec<Hold>,
     rx: MbufBurst,
     burst: usize,
-    wait: bool,
+    policy: FullPolicy,
+    /// `--rx-rate`: packets per second taken from the ports.
+    rate: Option<TokenBucket>,
     n_workers: u32,
     counters: Arc<LcoreCounters>,
     /// `--latency`: the RX-timestamp field, 1-in-N sampling, and the count
@@ -120,7 +137,8 @@ impl RxStage {
         queues: Vec<(Port, u16, u8)>,
         senders: Vec<Sender>,
         burst: usize,
-        wait: bool,
+        policy: FullPolicy,
+        rate: Option<TokenBucket>,
         stamp: Option<(U64Field, u32)>,
         classes: Vec<Match>,
         class_workers: Vec<(u32, u32)>,
@@ -144,10 +162,12 @@ impl RxStage {
             first_queue: 0,
             queues,
             buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
+            holds: vec![Hold::default(); senders.len()],
             senders,
             rx: MbufBurst::new(),
             burst,
-            wait,
+            policy,
+            rate,
             n_workers,
             counters,
             started: false,
@@ -155,11 +175,19 @@ impl RxStage {
         }
     }
 
-    /// Hands the buckets to the workers ([`flush_buckets`]); false when,
-    /// with `wait`, something stayed behind.
+    /// Hands the buckets to the workers ([`flush_buckets`]); false when
+    /// something stayed behind.
     #[inline]
     fn flush(&mut self) -> bool {
-        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::RxHandoffFull, &self.bucket_class)
+        flush_buckets(
+            &mut self.buckets,
+            &mut self.senders,
+            &mut self.holds,
+            self.policy,
+            &self.counters,
+            DropReason::RxHandoffFull,
+            &self.bucket_class,
+        )
     }
 
     /// One pass over the ports; returns how many packets it received.
@@ -171,8 +199,10 @@ impl RxStage {
             self.started = true;
             self.counters.rx_start_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
         }
+        // Nothing is received while a bucket is held back: the excess
+        // stays in the NIC's RX ring (both on-full modes; see `Hold`).
         if !self.flush() {
-            return 0; // back-pressure: the NIC queue holds the rest
+            return 0;
         }
         if stop {
             self.counters.rx_stop_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
@@ -181,6 +211,15 @@ impl RxStage {
         }
         let mut total = 0;
         let mut rx_now = 0u64;
+        // `--rx-rate`: what this pass may take in all.
+        let mut allowance = usize::MAX;
+        if let Some(rate) = self.rate.as_mut() {
+            rx_now = dpdk::rdtsc_inline();
+            allowance = rate.allowance(rx_now);
+            if allowance == 0 {
+                return 0;
+            }
+        }
         // Start at a different port each poll: under back-pressure the poll
         // ends early, and a fixed start would starve the later ports.
         let nq = self.queues.len();
@@ -190,16 +229,15 @@ impl RxStage {
             let (port, queue, dedicated) = self.queues[i];
             // The buckets are handed on once per pass (one queue operation
             // for all ports' packets), unless one could overflow first.
-            if self.buckets.iter().any(|b| b.room() < self.burst)
-                && !self.flush()
-            {
-                return total;
+            if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
+                break;
             }
-            let n = port.rx_burst(queue, &mut self.rx, self.burst);
+            let n = port.rx_burst(queue, &mut self.rx, self.burst.min(allowance));
             if n == 0 {
                 continue;
             }
             total += n;
+            allowance -= n;
             bump(&self.counters.rx_port_packets[port.id() as usize % MAX_PORTS], n as u64);
             // The header is hot here: read what later stages need into the
             // Packet once (they never touch the header), stamp samples.
@@ -264,9 +302,15 @@ impl RxStage {
             }
             self.since_sample = since_sample;
             self.rx.consume_front(n); // moved into the buckets
+            if allowance == 0 {
+                break;
+            }
         }
-        // With `wait`, what does not fit stays in the buckets: the next poll
-        // tries again before receiving more.
+        if let Some(rate) = self.rate.as_mut() {
+            rate.spend(total);
+        }
+        // What does not fit stays in the buckets: the next poll tries again
+        // before receiving more.
         self.flush();
         total
     }
@@ -292,15 +336,19 @@ pub struct WorkerStage {
     inputs: InputSet,
     senders: Vec<Sender>,
     buckets: Vec<Burst<Packet>>,
+    /// Hold state per TX bucket (`--on-full drop`).
+    holds: Vec<Hold>,
     inbuf: Burst<Packet>,
     burst: usize,
-    wait: bool,
+    policy: FullPolicy,
     map: Box<PortMap>,
     rewrite: bool,
     work_cycles: u64,
     /// The application class this worker serves (0 = default), repeated
     /// per TX bucket for drop accounting.
     bucket_class: Vec<u8>,
+    /// `--debug-stall-worker`: sleep this long once, at the first packet.
+    stall: Option<std::time::Duration>,
     counters: Arc<LcoreCounters>,
     pub done: bool,
 }
@@ -311,21 +359,24 @@ impl WorkerStage {
         inputs: InputSet,
         senders: Vec<Sender>,
         burst: usize,
-        wait: bool,
+        policy: FullPolicy,
         map: PortMap,
         rewrite: bool,
         work_cycles: u64,
         class: u8,
+        stall: Option<std::time::Duration>,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         WorkerStage {
             bucket_class: vec![class; senders.len()],
             inputs,
             buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
+            holds: vec![Hold::default(); senders.len()],
             senders,
             inbuf: Burst::new(),
             burst,
-            wait,
+            policy,
+            stall,
             map: Box::new(map),
             rewrite,
             work_cycles,
@@ -337,14 +388,42 @@ impl WorkerStage {
     /// One receive/process/hand-on round; returns how many packets it
     /// took. `upstream_done`: every RX lcore has stopped and published all
     /// it had (read before receiving).
+    /// Hands the TX buckets on ([`flush_buckets`]); false when something
+    /// stayed behind.
+    #[inline]
+    fn flush(&mut self) -> bool {
+        flush_buckets(
+            &mut self.buckets,
+            &mut self.senders,
+            &mut self.holds,
+            self.policy,
+            &self.counters,
+            DropReason::WorkerHandoffFull,
+            &self.bucket_class,
+        )
+    }
+
+    /// The test knob `--debug-stall-worker`: sleeps (yielding the CPU) in
+    /// 1 ms steps until the stall is over or a stop is requested.
+    #[cold]
+    fn stall(&mut self, length: std::time::Duration) {
+        let end = std::time::Instant::now() + length;
+        while std::time::Instant::now() < end && !crate::dpdk::signal::quit_requested() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
-        if !flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull, &self.bucket_class) {
+        if !self.flush() {
             return 0;
         }
         let n = receive(&mut self.inputs, &mut self.inbuf, self.burst, upstream_done, &mut self.done);
         if n == 0 {
             return 0;
+        }
+        if let Some(length) = self.stall.take() {
+            self.stall(length);
         }
         // The frames may be cold: ask for all of them before touching the
         // first. (Packet knows where each frame starts: no header read.)
@@ -395,7 +474,7 @@ impl WorkerStage {
         }
         let len = self.inbuf.len();
         self.inbuf.consume_front(len);
-        flush_buckets(&mut self.buckets, &mut self.senders, self.wait, &self.counters, DropReason::WorkerHandoffFull, &self.bucket_class);
+        self.flush();
         n
     }
 }
@@ -404,7 +483,9 @@ impl WorkerStage {
 
 /// Takes packets from the workers, groups them by output port and
 /// transmits on this lcore's TX queue of that port, retrying a partial
-/// burst a bounded number of times, then freeing and counting the rest.
+/// burst a bounded number of times per poll; what a port still refuses is
+/// held (no input taken meanwhile) as [`Hold`] says, then freed and
+/// counted as `tx_full`.
 pub struct TxStage {
     inputs: InputSet,
     inbuf: Burst<Packet>,
@@ -416,9 +497,10 @@ pub struct TxStage {
     counters: Arc<LcoreCounters>,
     /// `--latency`: RX-timestamp field and this lcore's histogram (cycles).
     latency: Option<(U64Field, Box<Histogram>)>,
-    /// `--on-full wait`: keep what a port refuses instead of dropping it.
-    wait: bool,
-    /// Buckets hold packets a port refused (wait mode).
+    policy: FullPolicy,
+    /// Hold state per port.
+    holds: Vec<Hold>,
+    /// Buckets hold packets a port refused.
     pending: bool,
     /// During shutdown: when to give up on a stalled port.
     give_up_at: Option<u64>,
@@ -432,11 +514,12 @@ impl TxStage {
         out_port: [u16; MAX_PORTS],
         burst: usize,
         latency: Option<U64Field>,
-        wait: bool,
+        policy: FullPolicy,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         TxStage {
-            wait,
+            policy,
+            holds: vec![Hold::default(); ports.len()],
             pending: false,
             give_up_at: None,
             latency: latency.map(|f| (f, Histogram::boxed())),
@@ -457,13 +540,14 @@ impl TxStage {
     }
 
     /// Transmits every bucket with bounded retries. What a port still
-    /// refuses is freed and counted as `tx_full`, or with `--on-full wait`
-    /// kept for the next poll (back-pressure) until shutdown has waited
-    /// [`TX_STALL_GIVE_UP_S`] for it. Returns true when all buckets are empty.
+    /// refuses is kept for the next poll (back-pressure) or, when its
+    /// [`Hold`] says so, freed and counted as `tx_full`; at shutdown a held
+    /// bucket gets [`TX_STALL_GIVE_UP_S`] more. Returns true when all
+    /// buckets are empty.
     #[inline]
     fn transmit(&mut self) -> bool {
         let mut all_sent = true;
-        for (p, bucket) in self.buckets.iter_mut().enumerate() {
+        for (p, (bucket, hold)) in self.buckets.iter_mut().zip(self.holds.iter_mut()).enumerate() {
             if bucket.is_empty() {
                 continue;
             }
@@ -473,17 +557,18 @@ impl TxStage {
                 let sent = port.tx_burst(queue, bucket);
                 if sent != 0 {
                     bump(&self.counters.tx_port_packets[p], sent as u64);
+                    hold.took();
                 }
                 if bucket.is_empty() {
                     break;
                 }
                 tries += 1;
                 if tries >= TX_RETRIES {
-                    if self.wait {
-                        all_sent = false;
-                    } else {
+                    if hold.refused(self.policy, dpdk::rdtsc_inline) {
                         self.counters.count_drop(DropReason::TxFull, bucket.len() as u64);
                         bucket.free_all();
+                    } else {
+                        all_sent = false;
                     }
                     break;
                 }
@@ -508,8 +593,8 @@ impl TxStage {
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
         if self.pending {
-            // `--on-full wait`: a port refused; take no more input until it
-            // accepts (the worker→TX queues fill, then RX stops polling).
+            // A port refused: take no more input until it accepts or its
+            // hold runs out (the worker→TX queues fill, then RX stops).
             self.pending = !self.transmit();
             if self.pending {
                 if crate::dpdk::signal::quit_requested() {

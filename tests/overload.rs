@@ -1,0 +1,187 @@
+//! Overload and admission: where the excess is shed, a stalled worker in
+//! drop mode, `--rx-rate`, and `--depth` holding that many packets however
+//! small the bursts. Throughput ratios live in bench/pipeline.sh; these
+//! tests check where packets go.
+
+mod common;
+
+use common::*;
+use std::time::Duration;
+use tqfwd::gen::{self, Flow};
+
+fn u(j: &serde_json::Value, k: &str) -> u64 {
+    j[k].as_u64().unwrap_or_else(|| panic!("{k} missing"))
+}
+
+fn lcore_field(j: &serde_json::Value, lcore: u64, k: &str) -> u64 {
+    j["lcores"].as_array().unwrap().iter().find(|l| l["lcore"] == lcore).unwrap_or_else(|| panic!("lcore {lcore}"))[k].as_u64().unwrap()
+}
+
+fn null_ports() -> Vec<String> {
+    vec!["net_null0,size=64".to_string(), "net_null1,size=64".to_string()]
+}
+
+/// Two `net_pcap` ports replaying 256 UDP flows forever (TX discarded), so
+/// the 5-tuple hash spreads them over every worker.
+fn replay_ports(dir: &std::path::Path) -> Vec<String> {
+    let frames: Vec<Vec<u8>> = (0..4096usize)
+        .map(|i| gen::udp_frame(&Flow::nth(i % 256), (i % 256) as u32, (i / 256) as u64, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC))
+        .collect();
+    let p = dir.join("flows.pcap");
+    tqfwd::pcap::write_all(&p, &frames).expect("write pcap");
+    (0..2).map(|i| format!("net_pcap{i},rx_pcap={},infinite_rx=1", p.display())).collect()
+}
+
+/// EAL arguments for three lcores on the two CPUs: main lcore 0 on CPU 0,
+/// workers 1 and 2 sharing CPU 1 (a sleeping worker leaves it to the other).
+fn three_lcores(vdevs: &[String]) -> Vec<String> {
+    let mut eal = eal_args("0-1", vdevs);
+    let at = eal.iter().position(|a| a == "-l").expect("-l");
+    eal[at] = "--lcores".into();
+    eal[at + 1] = "0@0,1@1,2@1".into();
+    eal
+}
+
+/// net_null offers more than the pipeline can forward: in drop mode (the
+/// default) with healthy workers the excess is left in the "NIC" (not
+/// received), so almost nothing is dropped after RX. The same run with
+/// `--drop-after 0` (drop at once, no holding) shows what the test guards
+/// against: most received packets freed at a full queue.
+#[test]
+fn overload_is_shed_before_rx() {
+    let _g = serial();
+    for backend in ["tq", "ring"] {
+        let dir = scratch(&format!("overload-{backend}"));
+        let run = run_tqfwd(
+            &dir,
+            &eal_args("0-1", &null_ports()),
+            &["--backend", backend, "--duration", "2", "--stats-interval", "0"],
+            Duration::from_secs(60),
+        );
+        assert_clean_end(&run);
+        let j = run.json();
+        let (rx, drops) = (u(j, "rx_packets"), u(j, "drops_total"));
+        assert!(rx > 1_000_000, "{backend}: {rx} received\n{}", run.describe());
+        assert!(drops * 100 <= rx, "{backend}: {drops} of {rx} received packets dropped after RX (> 1 %)\n{}", run.describe());
+
+        let eager = run_tqfwd(
+            &dir,
+            &eal_args("0-1", &null_ports()),
+            &["--backend", backend, "--drop-after", "0", "--duration", "2", "--stats-interval", "0"],
+            Duration::from_secs(60),
+        );
+        assert_clean_end(&eager);
+        let j = eager.json();
+        let (rx, drops) = (u(j, "rx_packets"), u(j, "drops_total"));
+        assert!(drops * 10 > rx, "{backend} --drop-after 0: only {drops} of {rx} dropped; the overload test would not see livelock\n{}", eager.describe());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// Worker 1 (lcore 2) stops for longer than the run. In drop mode its
+/// packets are dropped and counted once it has refused for `--drop-after`,
+/// and worker 0 keeps forwarding its flows; in wait mode the same stall
+/// blocks RX for everybody (the head-of-line blocking drop mode exists to
+/// avoid), which shows the scenario really stalls.
+#[test]
+fn stalled_worker_does_not_stop_the_others_in_drop_mode() {
+    let _g = serial();
+    let dir = scratch("stall");
+    let vdevs = replay_ports(&dir);
+    let app = |on_full: &'static str| {
+        vec![
+            "--on-full",
+            on_full,
+            "--rx-lcores",
+            "0",
+            "--worker-lcores",
+            "1-2",
+            "--tx-lcores",
+            "0",
+            "--debug-stall-worker",
+            "1:30000",
+            "--duration",
+            "2",
+            "--stats-interval",
+            "0",
+        ]
+    };
+    let drop = run_tqfwd(&dir, &three_lcores(&vdevs), &app("drop"), Duration::from_secs(60));
+    assert_clean_end(&drop);
+    let j = drop.json();
+    let (healthy, stalled) = (lcore_field(j, 1, "worker_packets"), lcore_field(j, 2, "worker_packets"));
+    let dropped = j["drops"]["rx_handoff_full"].as_u64().unwrap();
+    assert!(healthy > 200_000, "drop mode: the healthy worker forwarded only {healthy}\n{}", drop.describe());
+    assert!(dropped > 0, "drop mode: the stalled worker's packets were not dropped\n{}", drop.describe());
+    // What the stalled worker handled: one burst before the stall, then at
+    // shutdown what its queue held.
+    assert!(stalled <= 4096, "the stalled worker handled {stalled}\n{}", drop.describe());
+    assert!(healthy > 20 * stalled.max(1), "healthy {healthy} vs stalled {stalled}");
+
+    let wait = run_tqfwd(&dir, &three_lcores(&vdevs), &app("wait"), Duration::from_secs(60));
+    assert_clean_end(&wait);
+    let j = wait.json();
+    assert_eq!(u(j, "drops_total"), 0, "{}", wait.describe());
+    let blocked = lcore_field(j, 1, "worker_packets");
+    assert!(blocked * 10 < healthy, "wait mode: the stall should block RX for both workers ({blocked} vs {healthy} in drop mode)\n{}", wait.describe());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--rx-rate`: the RX stage takes the given rate (within 5 %) and, below
+/// capacity, nothing is dropped.
+#[test]
+fn rx_rate_is_honoured() {
+    let _g = serial();
+    for backend in ["tq", "ring"] {
+        let dir = scratch(&format!("rate-{backend}"));
+        let run = run_tqfwd(
+            &dir,
+            &eal_args("0-1", &null_ports()),
+            &["--backend", backend, "--rx-rate", "2", "--duration", "2", "--stats-interval", "0"],
+            Duration::from_secs(60),
+        );
+        assert_clean_end(&run);
+        let j = run.json();
+        let mpps = j["rx_mpps"].as_f64().unwrap();
+        assert!((mpps - 2.0).abs() <= 0.1, "{backend}: --rx-rate 2 gave {mpps} Mpps\n{}", run.describe());
+        assert_eq!(u(j, "drops_total"), 0, "{backend}: drops below capacity\n{}", run.describe());
+        assert_eq!(u(j, "rx_packets"), u(j, "tx_packets"));
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// `--depth 2048` holds 2048 packets for both backends however small the
+/// RX bursts: at 50 kpps the RX stage takes one or two packets per pass,
+/// and a 20 ms worker stall leaves about 1000 of them in the queue, which
+/// must all fit (the drop mode's hold would drop them otherwise).
+#[test]
+fn depth_holds_packets_at_small_bursts() {
+    let _g = serial();
+    for backend in ["tq", "ring"] {
+        let dir = scratch(&format!("smallbursts-{backend}"));
+        let run = run_tqfwd(
+            &dir,
+            &eal_args("0-1", &null_ports()),
+            &[
+                "--backend",
+                backend,
+                "--depth",
+                "2048",
+                "--rx-rate",
+                "0.05",
+                "--debug-stall-worker",
+                "0:20",
+                "--duration",
+                "1",
+                "--stats-interval",
+                "0",
+            ],
+            Duration::from_secs(60),
+        );
+        assert_clean_end(&run);
+        let j = run.json();
+        assert!(u(j, "rx_packets") > 20_000, "{}", run.describe());
+        assert_eq!(u(j, "drops_total"), 0, "{backend}: --depth 2048 did not hold a 20 ms stall at 50 kpps\n{}", run.describe());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
