@@ -13,6 +13,7 @@ import dataclasses
 import datetime
 import hashlib
 import json
+import math
 import os
 import platform
 import re
@@ -29,7 +30,15 @@ CONTENDERS = ["tq", "ring", "testpmd-mac", "testpmd-io"]
 TQFWD = {"tq", "ring"}
 LATENCY_SAMPLE = 16
 PCAP_MBUFS = 32768
-TSC_HZ = 2.3e9  # only used to label; the figures come from the programs
+# Latency below saturation: offered loads as fractions of the capacity
+# (min of tq's and ring's null default-point medians of the same run), and
+# the --on-full mode of those runs (drop: any queue overflow shows as drops).
+LOADS = (0.25, 0.50, 0.75)
+LOADS_QUICK = (0.50,)
+LOAD_ON_FULL = "drop"
+# Cores for line rate: 64-byte line rates of 10/25/40/100 GbE, Mpps.
+LINE_RATES = ((14.88, "10 GbE"), (37.2, "25 GbE"), (59.52, "40 GbE"), (148.8, "100 GbE"))
+WORKER_COSTS = (0, 100, 500)  # --worker-cycles of the rows that give the worker's cost
 
 # 2-lcore layouts: EAL lcore list and tqfwd role options.
 LAYOUTS = {
@@ -54,6 +63,7 @@ class Cfg:
     worker_cycles: int = 0
     layout: str = "default"
     latency: bool = True  # tqfwd only
+    rx_rate: float | None = None  # --rx-rate MPPS (latency below saturation)
 
     @property
     def key(self) -> str:
@@ -61,13 +71,13 @@ class Cfg:
 
 
 def round_plan(cfgs: list[Cfg], quick: bool) -> list[Cfg]:
-    """One round's run order. Full mode runs the net_null default point and
-    its no --latency twins a second time at the end of the round, in reverse
-    (A B C D ... D C B A): the headline figures get twice the samples and a
-    drift during the round cancels out of their ratios."""
+    """One round's run order. Full mode runs the net_null default point, its
+    --on-full drop and no --latency twins a second time at the end of the
+    round, in reverse (A B C D ... D C B A): the headline figures get twice
+    the samples and a drift during the round cancels out of their ratios."""
     if quick:
         return list(cfgs)
-    again = [c for c in cfgs if c.traffic == "null" and c.point in ("default", "no --latency")]
+    again = [c for c in cfgs if c.traffic == "null" and c.point in ("default", "on-full drop", "no --latency")]
     return list(cfgs) + list(reversed(again))
 
 
@@ -79,7 +89,9 @@ def build_configs(quick: bool) -> list[Cfg]:
         for c in who:
             cfgs.append(Cfg(c, traffic, label, **kw))
 
+    tr = ["tq", "ring"]
     point("null", "default")
+    point("null", "on-full drop", who=tr, on_full="drop")
     if quick:
         point("null", "no --latency", who=["tq"], latency=False)
         return cfgs
@@ -88,13 +100,11 @@ def build_configs(quick: bool) -> list[Cfg]:
     point("pcap", "no --latency", who=["tq", "ring"], latency=False)
     for b in (8, 64):
         point("null", f"burst {b}", burst=b)
-    tr = ["tq", "ring"]
     for d in (1024, 4096, 16384):
         point("null", f"depth {d}", who=tr, depth=d)
     point("null", "topology shared", who=tr, topology="shared")
     for w in (100, 500):
         point("null", f"worker-cycles {w}", who=tr, worker_cycles=w)
-    point("null", "on-full drop", who=tr, on_full="drop")
     for lay in ("rx|worker+tx", "rx+worker|tx", "all|all", "one-lcore"):
         point("null", f"layout {lay}", who=tr, layout=lay)
     return cfgs
@@ -192,6 +202,8 @@ class Runner:
                "--stats-json", json_path, *role_args]
         if c.latency:
             app += ["--latency", "--latency-sample", str(LATENCY_SAMPLE)]
+        if c.rx_rate is not None:
+            app += ["--rx-rate", f"{c.rx_rate:.3f}"]
         if c.traffic == "pcap":
             # net_pcap's infinite_rx keeps the file's 8192 frames per port in
             # mbufs of the port's pool: the default pool (sized for
@@ -239,6 +251,9 @@ class Runner:
             r["rx_mpps"], r["tx_mpps"] = rep["rx_mpps"], rep["tx_mpps"]
             r["mpps_from"] = "whole run (no steady stats lines)"
         r["rx_mpps_whole_run"], r["tx_mpps_whole_run"] = rep["rx_mpps"], rep["tx_mpps"]
+        m = re.search(r"TSC (\d+) Hz", out)  # tqfwd's start-up log line (rte_get_tsc_hz)
+        if m:
+            r["tsc_hz"] = int(m[1])
         r["drops"] = rep["drops"]
         r["drops_total"] = rep["drops_total"]
         r["mbufs_in_use"] = rep["mbufs_in_use"]
@@ -372,14 +387,21 @@ def summarize(cfgs: list[Cfg], runs: dict[str, list[dict]]) -> dict[str, dict]:
     return out
 
 
-def paired_ratio(runs, ka, kb, metric="tx_mpps"):
-    """Median over rounds of A/B from the same round (adjacent runs)."""
+def pair_ratios(runs, ka, kb, metric="tx_mpps"):
+    """A/B of every pair of runs from the same round (the n-th run of A with
+    the n-th of B)."""
     ra, rb = runs.get(ka, []), runs.get(kb, [])
     xs = []
     for a, b in zip(ra, rb):
         if "error" in a or "error" in b or not b.get(metric):
             continue
         xs.append(a[metric] / b[metric])
+    return xs
+
+
+def paired_ratio(runs, ka, kb, metric="tx_mpps"):
+    """Median over rounds of A/B from the same round (adjacent runs)."""
+    xs = pair_ratios(runs, ka, kb, metric)
     return statistics.median(xs) if xs else None
 
 
@@ -387,8 +409,73 @@ def fmt(x, d=2, none="–"):
     return none if x is None else f"{x:.{d}f}"
 
 
+def md_cell(text):
+    """A table cell: the layout labels contain '|'."""
+    return str(text).replace("|", "\\|")
+
+
 def us(ns):
     return None if ns is None else ns / 1000.0
+
+
+def throughput_points(cfgs):
+    """The points of the throughput table: every one but the --rx-rate loads."""
+    return points_in_order([c for c in cfgs if c.rx_rate is None])
+
+
+def overload(runs, summ) -> dict:
+    """--on-full drop against wait at the null default point, per backend."""
+    out = {}
+    for cn in ("tq", "ring"):
+        kw, kd = f"null/default/{cn}", f"null/on-full drop/{cn}"
+        w, d = summ.get(kw, {}).get("tx_mpps"), summ.get(kd, {}).get("tx_mpps")
+        if w is None or d is None:
+            continue
+        pairs = pair_ratios(runs, kd, kw)
+        frac = [r["drops_total"] / r["rx_packets"] for r in runs[kd] if "error" not in r and r.get("rx_packets")]
+        out[cn] = {"wait_mpps": w, "drop_mpps": d, "ratio_of_medians": d / w if w else None,
+                   "paired_ratios": pairs, "paired_ratio": statistics.median(pairs) if pairs else None,
+                   "drops_fraction_of_rx_per_run": frac, "drops_fraction_of_rx_median": med(frac)}
+    return out
+
+
+def role_costs(summ, cn) -> dict:
+    """Busy TSC cycles per packet of each role, from the rows whose layout
+    puts that role alone on an lcore: RX from rx | worker+tx, TX from
+    rx+worker | tx, the worker from the default layout at each
+    --worker-cycles."""
+    src = {"rx": (f"null/layout rx|worker+tx/{cn}", "rx"), "tx": (f"null/layout rx+worker|tx/{cn}", "tx")}
+    for w in WORKER_COSTS:
+        src[f"worker {w}"] = (f"null/default/{cn}" if w == 0 else f"null/worker-cycles {w}/{cn}", "worker")
+    out = {}
+    for role, (key, roles) in src.items():
+        lc = next((l for l in summ.get(key, {}).get("lcores", []) if l["roles"] == roles), None)
+        out[role] = {"cycles_per_packet": lc["busy_cycles_per_packet"] if lc else None,
+                     "from": f"{key}, lcore {lc['lcore']}" if lc else f"{key} (not measured)"}
+    return out
+
+
+def cores_for_line_rate(summ, tsc_hz) -> dict:
+    """lcores per role = ceil(rate × cycles per packet / TSC Hz), per backend,
+    line rate and worker cost."""
+    if not tsc_hz:
+        return {"error": "no TSC frequency"}
+    res = {"tsc_hz": tsc_hz, "backends": {}}
+    for cn in ("tq", "ring"):
+        costs = role_costs(summ, cn)
+
+        def need(role, rate):
+            c = costs[role]["cycles_per_packet"]
+            return None if c is None else math.ceil(rate * 1e6 * c / tsc_hz)
+        rows = []
+        for rate, name in LINE_RATES:
+            row = {"mpps": rate, "line": name, "rx": need("rx", rate), "tx": need("tx", rate),
+                   "worker": {str(w): need(f"worker {w}", rate) for w in WORKER_COSTS}}
+            row["total"] = {str(w): None if None in (row["rx"], row["tx"], row["worker"][str(w)])
+                            else row["rx"] + row["tx"] + row["worker"][str(w)] for w in WORKER_COSTS}
+            rows.append(row)
+        res["backends"][cn] = {"cycles_per_packet": costs, "rows": rows}
+    return res
 
 
 def points_in_order(cfgs):
@@ -401,7 +488,7 @@ def points_in_order(cfgs):
     return out
 
 
-def report(meta, cfgs, runs, summ, targets) -> str:
+def report(meta, cfgs, runs, summ, targets, an) -> str:
     L = []
     L.append(f"# tqfwd forwarding pipeline — {meta['stamp']}\n")
     L.append(f"Command: `{meta['command']}`  ")
@@ -413,7 +500,8 @@ def report(meta, cfgs, runs, summ, targets) -> str:
              f"{meta['runs_with_foreign_processes']} of {sum(len(v) for v in runs.values())}  ")
     L.append(f"tqfwd {meta['tqfwd_version']} (git {meta['git']}); {meta['rounds']} rounds × {meta['seconds']} s "
              f"measured (+1 s warm-up) per run, contenders alternated"
-             + ("" if meta["quick"] else ", the net_null default and no --latency rows twice per round (ABBA)")
+             + ("" if meta["quick"] else ", the net_null default, on-full drop and no --latency rows twice per "
+                "round (ABBA)")
              + "; medians over runs; "
              f"tqfwd with `--latency --latency-sample {LATENCY_SAMPLE}` unless the row says no --latency.\n")
 
@@ -421,7 +509,7 @@ def report(meta, cfgs, runs, summ, targets) -> str:
     L.append("| traffic | point | tq | ring | testpmd mac | testpmd io | tq/ring | tq/mac | tq/io "
              "| tq p99 µs | ring p99 µs | drops tq / ring |")
     L.append("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|")
-    for traffic, pt in points_in_order(cfgs):
+    for traffic, pt in throughput_points(cfgs):
         def g(cn, k="tx_mpps"):
             return summ.get(f"{traffic}/{pt}/{cn}", {}).get(k)
 
@@ -435,7 +523,7 @@ def report(meta, cfgs, runs, summ, targets) -> str:
         def dr(cn):
             v = g(cn, "drops_total_all_rounds")
             return "–" if v is None else str(v)
-        L.append(f"| {traffic} | {pt} | {fmt(g('tq'))} | {fmt(g('ring'))} | {fmt(g('testpmd-mac'))} | "
+        L.append(f"| {traffic} | {md_cell(pt)} | {fmt(g('tq'))} | {fmt(g('ring'))} | {fmt(g('testpmd-mac'))} | "
                  f"{fmt(g('testpmd-io'))} | {fmt(rr('ring'), 3)} | {fmt(rr('testpmd-mac'), 3)} | "
                  f"{fmt(rr('testpmd-io'), 3)} | {fmt(lat('tq'), 1)} | {fmt(lat('ring'), 1)} | "
                  f"{dr('tq')} / {dr('ring')} |")
@@ -443,6 +531,9 @@ def report(meta, cfgs, runs, summ, targets) -> str:
     L.append("Ratios are medians of per-run-pair ratios (tq and the other contender of the same point, "
              "run back to back). "
              "Drops are summed over all runs.\n")
+    L += report_overload(an["overload"])
+    L += report_loads(meta, cfgs, summ)
+    L += report_cores(meta, an["cores_for_line_rate"])
 
     L.append("## Every configuration\n")
     L.append("| contender | traffic | point | rx Mpps | tx Mpps (min–max) | drops by reason (all rounds) "
@@ -452,7 +543,8 @@ def report(meta, cfgs, runs, summ, targets) -> str:
     for c in cfgs:
         s = summ[c.key]
         if "tx_mpps" not in s:
-            L.append(f"| {c.contender} | {c.traffic} | {c.point} | FAILED |||||||||{s['rounds_ok']}/{s['rounds']} |")
+            L.append(f"| {c.contender} | {c.traffic} | {md_cell(c.point)} | FAILED |||||||||"
+                     f"{s['rounds_ok']}/{s['rounds']} |")
             continue
         drops = ", ".join(f"{k}={v}" for k, v in s.get("drops_all_rounds", {}).items() if v) or "0"
         l = s.get("latency_ns")
@@ -461,7 +553,7 @@ def report(meta, cfgs, runs, summ, targets) -> str:
         cyc = " / ".join(f"{x['lcore']}:{x['roles']} {x['busy_cycles_per_packet']:.0f}" for x in lcs) or "–"
         br = " / ".join(f"{x['busy_ratio'] * 100:.0f}%" for x in lcs) or "–"
         ip = " / ".join(f"{x['idle_polls'] / 1e6:.1f}" for x in lcs) or "–"
-        L.append(f"| {c.contender} | {c.traffic} | {c.point} | {fmt(s['rx_mpps'])} | {fmt(s['tx_mpps'])} "
+        L.append(f"| {c.contender} | {c.traffic} | {md_cell(c.point)} | {fmt(s['rx_mpps'])} | {fmt(s['tx_mpps'])} "
                  f"({fmt(s['tx_mpps_min'])}–{fmt(s['tx_mpps_max'])}) | {drops} | {lat} | {cyc} | {br} | {ip} | "
                  f"{fmt(s.get('busy_cycles_per_rx_packet'), 0)} | {s.get('mbufs_in_use_max', '–')} | "
                  f"{s['rounds_ok']}/{s['rounds']} |")
@@ -504,9 +596,122 @@ def report(meta, cfgs, runs, summ, targets) -> str:
     return "\n".join(L) + "\n"
 
 
-def evaluate_targets(cfgs, runs, summ, meta) -> list[dict]:
+def report_overload(ov) -> list[str]:
+    L = ["## Overload: --on-full drop vs wait (null, default point)\n"]
+    if not ov:
+        return L + ["No figures (the on-full drop or default row failed).\n"]
+    L.append("| backend | wait Mpps | drop Mpps | drop ÷ wait, ratio of medians | drop ÷ wait, median of paired "
+             "ratios | drops after RX, % of rx packets, per run (median) |")
+    L.append("|---|---:|---:|---:|---:|---|")
+    for cn, o in ov.items():
+        per = ", ".join(f"{x * 100:.1f}" for x in o["drops_fraction_of_rx_per_run"]) or "–"
+        mf = o["drops_fraction_of_rx_median"]
+        L.append(f"| {cn} | {fmt(o['wait_mpps'])} | {fmt(o['drop_mpps'])} | {fmt(o['ratio_of_medians'], 3)} | "
+                 f"{fmt(o['paired_ratio'], 3)} | {per} ({fmt(None if mf is None else mf * 100, 1)}) |")
+    L.append("")
+    L.append("Both rows are the benchmark's default point (burst 32, depth 2048, sharded, no simulated work) "
+             "but for `--on-full`, on infinite net_null sources, so both run at saturation: `wait` back-pressures (a full queue stops "
+             "the stage upstream, the packets stay in the port), `drop` (tqfwd's default) frees and counts "
+             "what does not fit. Paired ratios: the n-th drop run of a round with the n-th wait run of the "
+             "same round. Drops after RX: `drops_total` ÷ `rx_packets` of each run's `--stats-json` (whole "
+             "run).\n")
+    return L
+
+
+def report_loads(meta, cfgs, summ) -> list[str]:
+    ld = meta.get("loads", {})
+    L = ["## Latency below saturation (null, --rx-rate)\n"]
+    if ld.get("skipped"):
+        L.append(f"Skipped: {ld['skipped']}.\n")
+    else:
+        cap = ld["capacity_by_backend_mpps"]
+        L.append(f"Capacity: min(tq {fmt(cap['tq'])}, ring {fmt(cap['ring'])}) = **{fmt(ld['capacity_mpps'])} "
+                 f"Mpps** (null default-point medians of this run); tq and ring offered "
+                 + ", ".join(f"{f * 100:.0f} %" for f in ld["fractions"])
+                 + f" of it with `--rx-rate`, `--on-full {ld['on_full']}`, `--latency --latency-sample "
+                 f"{LATENCY_SAMPLE}`, otherwise the default point; {ld['rounds']} "
+                 f"round{'s' if ld['rounds'] != 1 else ''}, the two alternated "
+                 "(the first of the pair swapped every round).\n")
+        L.append("| load | offered Mpps | backend | rx / tx Mpps | p50 µs | p99 µs | p99.9 µs | max µs "
+                 "| drops (all runs) | ok runs |")
+        L.append("|---|---:|---|---:|---:|---:|---:|---:|---:|---:|")
+        for c in cfgs:
+            if c.rx_rate is None:
+                continue
+            s = summ[c.key]
+            l = s.get("latency_ns") or {}
+            L.append(f"| {c.point.split()[1]} % | {c.rx_rate:.3f} | {c.contender} | {fmt(s.get('rx_mpps'))} / "
+                     f"{fmt(s.get('tx_mpps'))} | {fmt(us(l.get('p50')), 1)} | {fmt(us(l.get('p99')), 1)} | "
+                     f"{fmt(us(l.get('p999')), 1)} | {fmt(us(l.get('max')), 1)} | "
+                     f"{s.get('drops_total_all_rounds', '–')} | {s['rounds_ok']}/{s['rounds']} |")
+        L.append("")
+        L.append("Percentiles: tqfwd `latency_ns` (RX TSC stamp → just before `rte_eth_tx_burst`, 1 packet in "
+                 f"{LATENCY_SAMPLE}), median of each over runs.\n")
+    pp = meta.get("pingpong") or {}
+    if "one_way_ns" in pp:
+        runs_ns = ", ".join(f"{x:.1f}" for x in pp["runs_one_way_ns"])
+        L.append(f"**Physical floor:** one cache line, CPU {pp['cpus'][0]} ↔ CPU {pp['cpus'][1]} (the lcores "
+                 f"of these runs), one way: **{pp['one_way_ns']:.1f} ns** = {pp['one_way_ns'] / 1000:.3f} µs "
+                 f"(median of {pp['runs']} runs of {pp['round_trips']} round trips: {runs_ns} ns; "
+                 "`bench/pingpong.c`, measured after the loads). A forwarded packet crosses between the "
+                 "lcores twice (RX → worker → TX); each crossing moves the queue's control line(s) and "
+                 "the lines of the burst's slots, so 2 × this figure is a floor under any RX→TX latency.\n")
+    else:
+        L.append(f"**Physical floor:** not measured ({pp.get('error', 'no pingpong')}).\n")
+    return L
+
+
+def report_cores(meta, cl) -> list[str]:
+    L = ["## Cores for line rate, on paper\n"]
+    if "error" in cl:
+        return L + [f"Not computed: {cl['error']}.\n"]
+    L.append(f"TSC {cl['tsc_hz'] / 1e9:.3f} GHz ({meta.get('tsc_hz_from', '?')}). Busy TSC cycles per packet "
+             "of each role, medians of this run, from the lcore that holds only that role:\n")
+    L.append("| backend | RX (layout rx \\| worker+tx, lcore 0) | worker, --worker-cycles "
+             + " / ".join(str(w) for w in WORKER_COSTS) + " (default layout, lcore 1) "
+             "| TX (layout rx+worker \\| tx, lcore 1) |")
+    L.append("|---|---:|---:|---:|")
+    for cn, b in cl["backends"].items():
+        c = b["cycles_per_packet"]
+        L.append(f"| {cn} | {fmt(c['rx']['cycles_per_packet'], 0)} | "
+                 + " / ".join(fmt(c[f'worker {w}']['cycles_per_packet'], 0) for w in WORKER_COSTS)
+                 + f" | {fmt(c['tx']['cycles_per_packet'], 0)} |")
+    L.append("")
+    ws = " / ".join(str(w) for w in WORKER_COSTS)
+    if all(b["rows"][0]["rx"] is None or b["rows"][0]["tx"] is None for b in cl["backends"].values()):
+        return L + ["No lcore counts: the layout rows that isolate RX and TX are not in this run (--quick has "
+                    "no layout or worker-cycles rows).\n"]
+    L.append(f"lcores per role = ⌈rate × cycles per packet ÷ TSC Hz⌉; worker columns at --worker-cycles {ws}:\n")
+    L.append(f"| line rate, 64 B | Mpps | backend | RX lcores | worker lcores ({ws}) | TX lcores | total ({ws}) |")
+    L.append("|---|---:|---|---:|---:|---:|---:|")
+    for i, (rate, name) in enumerate(LINE_RATES):
+        for cn, b in cl["backends"].items():
+            r = b["rows"][i]
+            L.append(f"| {name} | {rate} | {cn} | {r['rx'] if r['rx'] is not None else '–'} | "
+                     + " / ".join("–" if r["worker"][str(w)] is None else str(r["worker"][str(w)])
+                                  for w in WORKER_COSTS)
+                     + f" | {r['tx'] if r['tx'] is not None else '–'} | "
+                     + " / ".join("–" if r["total"][str(w)] is None else str(r["total"][str(w)])
+                                  for w in WORKER_COSTS) + " |")
+    L.append("")
+    L.append("Assumptions: (1) cycles per packet stay flat as lcores are added — no shared line, lock or "
+             "memory-bandwidth limit grows with the lcore count; (2) the hand-off is per lcore pair, sharded "
+             "(one single-producer queue per producer→consumer pair, as `--topology sharded`), so adding lcores "
+             "adds queues, not contention, and RSS spreads the flows evenly over the RX lcores' queues; "
+             "(3) the RX and TX costs were measured on a 2-vCPU VM with net_null ports (no descriptors, no DMA, "
+             "no PCIe): a real NIC's PMD costs differ, and the RX and TX figures include the hand-offs and the "
+             "mbuf traffic between the two lcores' mempool caches of those layouts; (4) a busy cycle is a cycle "
+             "of a loop pass that moved packets, so an lcore below 100 % busy is counted at its measured cost "
+             "with its actual (smaller) bursts; (5) the main lcore's own work (stats) is not counted; "
+             "(6) the worker cost includes the simulated `--worker-cycles` busy loop. "
+             "`–`: the row that isolates that role is not in this run (--quick has no layout or "
+             "worker-cycles rows).\n")
+    return L
+
+
+def evaluate_targets(cfgs, runs, summ, meta, an) -> list[dict]:
     T = []
-    pts = points_in_order(cfgs)
+    pts = throughput_points(cfgs)
     # 1. tq >= ring throughput, every row
     miss, n = [], 0
     for traffic, pt in pts:
@@ -572,6 +777,65 @@ def evaluate_targets(cfgs, runs, summ, meta) -> list[dict]:
            (s.get("mbufs_in_use_max", 0) != 0 or not s.get("conservation_ok_all", True))]
     T.append({"name": "tqfwd end checks (conservation, 0 mbufs in use at exit)",
               "verdict": "MET" if not bad else "MISSED", "detail": "all runs" if not bad else ", ".join(bad)})
+    # 7. overload: --on-full drop >= 0.95 x wait, per backend
+    for cn in ("tq", "ring"):
+        o = an["overload"].get(cn)
+        name = f"{cn}: --on-full drop >= 0.95 x --on-full wait forwarded Mpps (null, default point)"
+        if not o or o["paired_ratio"] is None:
+            T.append({"name": name, "verdict": "n/a", "detail": "no figures"})
+            continue
+        both = [o["ratio_of_medians"], o["paired_ratio"]]
+        mf = o["drops_fraction_of_rx_median"]
+        T.append({"name": name, "ratio_of_medians": o["ratio_of_medians"], "paired_ratio": o["paired_ratio"],
+                  "verdict": "MET" if min(both) >= 0.95 else "MISSED",
+                  "detail": f"drop {o['drop_mpps']:.2f} vs wait {o['wait_mpps']:.2f} Mpps: ratio of medians "
+                            f"{o['ratio_of_medians']:.3f}, median of {len(o['paired_ratios'])} paired ratios "
+                            f"{o['paired_ratio']:.3f} (MET needs both >= 0.95); drops after RX "
+                            f"{'–' if mf is None else f'{mf * 100:.1f}'} % of rx packets (median run)"})
+    # 8-11. latency below saturation
+    lrows = [c for c in cfgs if c.rx_rate is not None]
+    loads = points_in_order(lrows)
+    skipped = meta.get("loads", {}).get("skipped")
+
+    def lat(traffic, pt, cn, k):
+        l = summ.get(f"{traffic}/{pt}/{cn}", {}).get("latency_ns")
+        return l[k] if l else None
+
+    def verdict(parts, miss):
+        if not parts:
+            return "n/a"
+        return "MISSED" if miss else "MET"
+    na = f"no load rows ({skipped})" if skipped else "no load rows"
+    bad = [f"{c.point} {c.contender} {summ[c.key]['drops_all_rounds']}" for c in lrows
+           if summ[c.key].get("drops_total_all_rounds")]
+    n = sum(1 for c in lrows if "tx_mpps" in summ[c.key])
+    T.append({"name": "no drops at " + "/".join(p.split()[1] for _, p in loads) + " % load" if loads
+              else "no drops below saturation", "misses": bad,
+              "verdict": "n/a" if not n else ("MET" if not bad else "MISSED"),
+              "detail": na if not n else f"{n} rows, {'no drops' if not bad else 'drops in: ' + '; '.join(bad)}"})
+    parts, miss = [], []
+    for traffic, pt in loads:
+        for cn in ("tq", "ring"):
+            v = lat(traffic, pt, cn, "p99")
+            if v is None:
+                continue
+            parts.append(f"{pt} {cn} {v / 1000:.1f}")
+            if v >= 100_000:
+                miss.append(f"{pt} {cn}")
+    T.append({"name": "p99 < 100 µs below saturation", "misses": miss, "verdict": verdict(parts, miss),
+              "detail": ("; ".join(parts) + " µs" + (f" (missed: {', '.join(miss)})" if miss else ""))
+              if parts else na})
+    for k, factor, label in (("p50", 1.0, "tq p50 <= ring p50"), ("p99", 0.8, "tq p99 <= 0.8 x ring p99")):
+        parts, miss = [], []
+        for traffic, pt in loads:
+            a, b = lat(traffic, pt, "tq", k), lat(traffic, pt, "ring", k)
+            if a is None or b is None or not b:
+                continue
+            parts.append(f"{pt} {a / 1000:.1f} vs {b / 1000:.1f} µs (×{a / b:.2f})")
+            if a > factor * b:
+                miss.append(pt)
+        T.append({"name": f"{label} below saturation", "misses": miss, "verdict": verdict(parts, miss),
+                  "detail": ("; ".join(parts) + (f" (missed at {', '.join(miss)})" if miss else "")) if parts else na})
     return T
 
 
@@ -590,7 +854,6 @@ def bar_panel(x0, y0, w, h, title, groups, series, values, ylabel, log=False, un
     allv = [v for g in values for v in g if v]
     if not allv:
         return o + [f'<text x="{x0 + w / 2}" y="{y0 + h / 2}" text-anchor="middle">no data</text>']
-    import math
     if log:
         lo = 10 ** math.floor(math.log10(min(allv)))
         hi = 10 ** math.ceil(math.log10(max(allv)))
@@ -730,6 +993,26 @@ def run_perf(runner: Runner, log) -> dict:
     return res
 
 
+# ---------------------------------------------------------------- floor
+
+
+def run_pingpong(path: str, log) -> dict:
+    """bench/pingpong.c on CPUs 0 and 1: one cache line's one-way trip."""
+    cmd = [path, "2000000", "5", "0", "1"]
+    log(f"physical floor: {' '.join(cmd)}")
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=180)
+    except subprocess.TimeoutExpired:
+        return {"cmd": " ".join(cmd), "error": "timed out after 180 s"}
+    try:
+        res = json.loads(p.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        return {"cmd": " ".join(cmd), "error": f"exit {p.returncode}: {p.stderr.strip()[-200:]}"}
+    res["cmd"] = " ".join(cmd)
+    log(f"  one way {res['one_way_ns']:.1f} ns (runs {res['runs_one_way_ns']})")
+    return res
+
+
 # ---------------------------------------------------------------- main
 
 
@@ -748,6 +1031,7 @@ def main() -> int:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--perf", action="store_true")
     ap.add_argument("--perf-only", action="store_true")
+    ap.add_argument("--pingpong", help="the compiled bench/pingpong.c (the physical floor); none: not measured")
     ap.add_argument("--render-svg", metavar="JSON", help="only redraw the SVG of a results JSON (next to it)")
     if "--render-svg" in sys.argv:
         i = sys.argv.index("--render-svg")
@@ -785,9 +1069,12 @@ def main() -> int:
         log(f"wrote {path}")
         return 0
     plan = round_plan(cfgs, a.quick)
+    fracs = LOADS_QUICK if a.quick else LOADS
+    load_rounds = 1 if a.quick else a.rounds
     est = a.rounds * sum((a.seconds + 1.2) if c.contender in TQFWD else (a.seconds + 3.5) for c in plan)
-    log(f"{len(cfgs)} configurations, {len(plan)} runs per round × {a.rounds} rounds, "
-        f"about {est / 60:.1f} min of runs")
+    est += load_rounds * len(fracs) * 2 * (a.seconds + 1.2)
+    log(f"{len(cfgs)} configurations, {len(plan)} runs per round × {a.rounds} rounds, then "
+        f"{len(fracs)} loads × tq, ring × {load_rounds} rounds; about {est / 60:.1f} min of runs")
 
     quiet = wait_quiet(a.wait_quiet, log) if a.wait_quiet > 0 else \
         {"quiet": None, "cpu_busy_pct": round(cpu_busy(2.0), 1), "loadavg": loadavg(),
@@ -812,6 +1099,30 @@ def main() -> int:
     runs: dict[str, list[dict]] = {c.key: [] for c in cfgs}
     contended_runs = 0
     waited_total = 0.0
+
+    def run_one(c: Cfg, rnd: int):
+        nonlocal contended_runs, waited_total
+        foreign = foreign_processes()
+        if foreign and a.wait_quiet > 0:
+            # another engineer's build/test/benchmark: give it 30 s to end
+            t0 = time.time()
+            while foreign and time.time() - t0 < 30:
+                time.sleep(2)
+                foreign = foreign_processes()
+            waited_total += time.time() - t0
+        r = runner.run(c)
+        r["round"] = rnd + 1
+        r["loadavg_after"] = loadavg()
+        if foreign:
+            r["foreign_processes"] = foreign
+            contended_runs += 1
+        runs[c.key].append(r)
+        lat = r.get("latency_ns")
+        log(f"  {c.key:40s} rx {fmt(r.get('rx_mpps'), 3):>7} tx {fmt(r.get('tx_mpps'), 3):>7} Mpps"
+            + (f"  p99 {lat['p99'] / 1000:.1f} µs" if lat else "")
+            + (f"  drops {r.get('drops_total')}" if r.get("drops_total") else "")
+            + (f"  ERROR {r['error']}" if "error" in r else ""))
+
     t_start = time.time()
     for rnd in range(a.rounds):
         if a.wait_quiet > 0 and rnd > 0:
@@ -819,26 +1130,32 @@ def main() -> int:
             waited_total += q["waited_s"]
         log(f"round {rnd + 1}/{a.rounds} (load avg {loadavg()})")
         for c in plan:
-            foreign = foreign_processes()
-            if foreign and a.wait_quiet > 0:
-                # another engineer's build/test/benchmark: give it 30 s to end
-                t0 = time.time()
-                while foreign and time.time() - t0 < 30:
-                    time.sleep(2)
-                    foreign = foreign_processes()
-                waited_total += time.time() - t0
-            r = runner.run(c)
-            r["round"] = rnd + 1
-            r["loadavg_after"] = loadavg()
-            if foreign:
-                r["foreign_processes"] = foreign
-                contended_runs += 1
-            runs[c.key].append(r)
-            lat = r.get("latency_ns")
-            log(f"  {c.key:40s} rx {fmt(r.get('rx_mpps'), 3):>7} tx {fmt(r.get('tx_mpps'), 3):>7} Mpps"
-                + (f"  p99 {lat['p99'] / 1000:.1f} µs" if lat else "")
-                + (f"  drops {r.get('drops_total')}" if r.get("drops_total") else "")
-                + (f"  ERROR {r['error']}" if "error" in r else ""))
+            run_one(c, rnd)
+
+    # Latency below saturation: tq and ring at fractions of the capacity
+    # measured above, alternated, the first of each pair swapped every round.
+    cap = {cn: med([r["tx_mpps"] for r in runs[f"null/default/{cn}"] if "error" not in r]) for cn in ("tq", "ring")}
+    loads = {"fractions": list(fracs), "rounds": load_rounds, "on_full": LOAD_ON_FULL,
+             "capacity_by_backend_mpps": cap, "capacity_mpps": None, "skipped": None}
+    if "--rx-rate" not in subprocess.run([a.tqfwd, "--help"], capture_output=True, text=True).stdout:
+        loads["skipped"] = "this tqfwd has no --rx-rate option"
+    elif None in cap.values():
+        loads["skipped"] = "no null default-point figure for tq or ring"
+    else:
+        capacity = loads["capacity_mpps"] = min(cap.values())
+        lcfgs = [Cfg(cn, "null", f"load {f * 100:.0f} %", on_full=LOAD_ON_FULL, rx_rate=round(f * capacity, 3))
+                 for f in fracs for cn in ("tq", "ring")]
+        cfgs += lcfgs
+        runs.update({c.key: [] for c in lcfgs})
+        for rnd in range(load_rounds):
+            log(f"loads, round {rnd + 1}/{load_rounds}: capacity {capacity:.2f} Mpps (load avg {loadavg()})")
+            for i in range(0, len(lcfgs), 2):
+                pair = lcfgs[i:i + 2]
+                for c in (pair if rnd % 2 == 0 else pair[::-1]):
+                    run_one(c, rnd)
+    if loads["skipped"]:
+        log(f"latency below saturation skipped: {loads['skipped']}")
+    pingpong = run_pingpong(a.pingpong, log) if a.pingpong else {"error": "bench/pingpong.c not compiled"}
     elapsed = time.time() - t_start
     load_after = loadavg()
 
@@ -851,13 +1168,22 @@ def main() -> int:
         "machine": {"cpu": cpu, "nproc": os.cpu_count(), "kernel": platform.release()},
         "latency_sample": LATENCY_SAMPLE,
         "pcap": "tqfwd-gen --flows 1024 --packets 8192 --size 64 (UDP, 60 B captured)",
+        "loads": loads, "pingpong": pingpong,
     }
+    hz = med([r.get("tsc_hz") for rs in runs.values() for r in rs])
+    if hz:
+        meta["tsc_hz"], meta["tsc_hz_from"] = round(hz), "tqfwd's start-up log, rte_get_tsc_hz(), median over runs"
+    elif pingpong.get("tsc_hz"):
+        meta["tsc_hz"], meta["tsc_hz_from"] = pingpong["tsc_hz"], "bench/pingpong.c, rdtsc over a 100 ms sleep"
+    else:
+        meta["tsc_hz"], meta["tsc_hz_from"] = None, "not measured"
     if a.perf:
         log("perf record / perf stat: tq and ring, net_null, default point, 3 s each")
         meta["perf"] = run_perf(runner, log)
     summ = summarize(cfgs, runs)
-    targets = evaluate_targets(cfgs, runs, summ, meta)
-    md = report(meta, cfgs, runs, summ, targets)
+    an = {"overload": overload(runs, summ), "cores_for_line_rate": cores_for_line_rate(summ, meta["tsc_hz"])}
+    targets = evaluate_targets(cfgs, runs, summ, meta, an)
+    md = report(meta, cfgs, runs, summ, targets, an)
     sys.stdout.write(md)
 
     os.makedirs(a.results, exist_ok=True)
@@ -866,7 +1192,7 @@ def main() -> int:
     base = os.path.join(a.results, f"pipeline-{a.stamp}" + ("-quick" if a.quick else ""))
     latest = not a.quick
     doc = {"schema": "tqfwd-pipeline-bench/1", "meta": meta, "targets": targets,
-           "summary": summ, "runs": runs,
+           "summary": summ, "runs": runs, **an,
            "ratios": {f"{t}/{p}": {cn: paired_ratio(runs, f"{t}/{p}/tq", f"{t}/{p}/{cn}")
                                    for cn in CONTENDERS[1:]} for t, p in points_in_order(cfgs)}}
     with open(base + ".json", "w") as f:

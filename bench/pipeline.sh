@@ -15,11 +15,21 @@
 # rounds. Full mode: the default point (burst 32, depth 2048, sharded,
 # --on-full wait, --worker-cycles 0) for all contenders on both traffics,
 # burst 8/64 for all contenders, then one-factor-at-a-time sweeps for tq
-# and ring on net_null: depth 1024/4096/16384, topology shared,
-# --worker-cycles 100/500, --on-full drop, every 2-lcore layout and -l 0,
-# and the default point without --latency (the latency cost). tqfwd runs
-# always use --latency --latency-sample 16 unless the row says otherwise.
-# Afterwards (full mode) perf record / perf stat a tq and a ring run.
+# and ring on net_null: --on-full drop (overload: drop vs wait, with the
+# drops after RX), depth 1024/4096/16384, topology shared, --worker-cycles
+# 100/500, every 2-lcore layout and -l 0, and the default point without
+# --latency (the latency cost); the net_null default, on-full drop and no
+# --latency rows run twice per round (A B ... B A). tqfwd runs always use
+# --latency --latency-sample 16 unless the row says otherwise.
+# Then latency below saturation: capacity = min(tq, ring) net_null
+# default-point median of this run; tq and ring alternated at 25/50/75 %
+# of it (--rx-rate, --on-full drop), R rounds. Then the physical floor:
+# bench/pingpong.c (compiled here with cc -O2 -pthread) bounces one cache
+# line between CPUs 0 and 1, one-way ns, median of 5 runs. The report adds
+# the cores that 14.88/37.2/59.52/148.8 Mpps would need per role, from the
+# busy cycles per packet of the rows that isolate RX, worker and TX and
+# the TSC Hz. Afterwards (full mode) perf record / perf stat a tq and a
+# ring run.
 #
 # Writes:
 #   stdout                                    markdown tables, ratios, targets
@@ -33,8 +43,9 @@
 # See bench/README.md, section "Forwarding pipeline".
 #
 # Usage: bench/pipeline.sh [options]
-#   --quick          default point only, net_null only, 2 rounds of 1+1 s
-#                    runs (< 60 s once built)
+#   --quick          net_null only: default point, on-full drop (tq, ring),
+#                    no --latency (tq), 2 rounds of 1+1 s runs; one load
+#                    (50 %, 1 round); the floor (< 90 s once built)
 #   --rounds N       rounds (default 3; quick 2)
 #   --seconds S      measured seconds per run, after a 1 s warm-up
 #                    (default 2; quick 1)
@@ -97,6 +108,16 @@ fi
 WORK=$(mktemp -d /tmp/tqfwd-pipeline.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 cp target/release/tqfwd target/release/tqfwd-gen "$WORK/"
+# The physical floor (bench/pingpong.c): C, built with whichever compiler
+# install-deps.sh left (cc, else clang); without one it is reported as not
+# measured.
+CC=$(command -v cc || command -v clang || true)
+PINGPONG=()
+if [ -n "$CC" ] && "$CC" -O2 -pthread -o "$WORK/pingpong" bench/pingpong.c >&2; then
+    PINGPONG=(--pingpong "$WORK/pingpong")
+else
+    echo "pipeline.sh: could not compile bench/pingpong.c (cc/clang): no physical floor" >&2
+fi
 PCAP="$WORK/udp64-1024flows.pcap"
 "$WORK/tqfwd-gen" --out "$PCAP" --flows 1024 --packets 8192 --size 64 >&2
 
@@ -115,7 +136,7 @@ echo "pipeline.sh: EAL memory: $MEM_NOTE" >&2
 
 PY=(python3 bench/pipeline.py --tqfwd "$WORK/tqfwd" --pcap "$PCAP" --mem="$MEM" --mem-note="$MEM_NOTE"
     --rounds "$ROUNDS" --seconds "$SECONDS_ARG" --wait-quiet "$WAIT_QUIET" --results "$RESULTS"
-    --stamp "$STAMP" --command="bench/pipeline.sh ${ORIG_ARGS[*]}")
+    --stamp "$STAMP" --command="bench/pipeline.sh ${ORIG_ARGS[*]}" "${PINGPONG[@]}")
 [ "$QUICK" = 1 ] && PY+=(--quick)
 [ "$PERF" = 1 ] && PY+=(--perf)
 [ "$PERF_ONLY" = 1 ] && PY+=(--perf-only)
