@@ -611,8 +611,8 @@ def report_overload(ov) -> list[str]:
     L.append("")
     L.append("Both rows are the benchmark's default point (burst 32, depth 2048, sharded, no simulated work) "
              "but for `--on-full`, on infinite net_null sources, so both run at saturation: `wait` back-pressures (a full queue stops "
-             "the stage upstream, the packets stay in the port), `drop` (tqfwd's default) frees and counts "
-             "what does not fit. Paired ratios: the n-th drop run of a round with the n-th wait run of the "
+             "the stage upstream, the packets stay in the port), `drop` (tqfwd's default) holds back the same way "
+             "and frees and counts only what a consumer stalled for `--drop-after` refuses. Paired ratios: the n-th drop run of a round with the n-th wait run of the "
              "same round. Drops after RX: `drops_total` ÷ `rx_packets` of each run's `--stats-json` (whole "
              "run).\n")
     return L
