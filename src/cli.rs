@@ -103,7 +103,7 @@ pub struct Options {
     #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=MAX_BURST as i64))]
     pub burst: u16,
 
-    /// Capacity of each hand-off queue in packets, a power of two (ring slots; for tq, N/burst units of up to a burst each)
+    /// Capacity of each hand-off queue in packets, a power of two (ring slots; tq holds the same N at any burst size, split over a shared queue's producers)
     #[arg(long, value_name = "N", default_value_t = 2048, value_parser = parse_depth)]
     pub depth: u32,
 

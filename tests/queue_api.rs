@@ -9,8 +9,9 @@ use std::sync::Arc;
 use std::thread;
 
 use tqfwd::queue::{
-    channel, queue_bytes, sharded, unit_stride, units_per_producer, BurstReceiver, BurstSender,
-    Consumer, GlobalMemory, Producer, QueueError, ShardedConsumer, UnitMemory, MAX_BURST,
+    channel, items_per_producer, queue_bytes, sharded, unit_stride, units_per_producer,
+    BurstReceiver, BurstSender, Consumer, GlobalMemory, Producer, QueueError, ShardedConsumer,
+    UnitMemory, MAX_BURST,
 };
 
 /// A packet reference as the forwarder passes it (an mbuf pointer wrapped so
@@ -55,6 +56,8 @@ fn signatures_are_the_agreed_ones() {
     let _: fn(&Consumer<Pkt>) -> bool = Consumer::<Pkt>::is_empty;
     let _: fn(Vec<Consumer<Pkt>>) -> ShardedConsumer<Pkt> = ShardedConsumer::<Pkt>::new;
     let _: fn(usize, usize, usize) -> usize = units_per_producer;
+    let _: fn(usize, usize) -> usize = items_per_producer;
+    let _: fn(&Producer<Pkt>) -> usize = Producer::<Pkt>::capacity;
     assert_eq!(MAX_BURST, 256);
     fn send_bounds<X: Send>() {}
     send_bounds::<Producer<Pkt>>();
@@ -74,10 +77,12 @@ fn outside_memory_provider_gets_everything_back() {
         mem.live_bytes.load(Ordering::SeqCst),
         queue_bytes::<Pkt>(2, 1024, 32)
     );
+    // 512 items per producer, in as many units of 32 slots
     assert_eq!(
         queue_bytes::<Pkt>(2, 1024, 32),
-        2 * 16 * unit_stride::<Pkt>(32)
+        2 * 512 * unit_stride::<Pkt>(32)
     );
+    assert_eq!(txs[1].capacity(), 512);
     let pkts: Vec<Pkt> = (1..=40usize).map(|i| Pkt(i as *mut u8)).collect();
     assert_eq!(txs[1].send_slice(&pkts), 40);
     let mut out = [Pkt(std::ptr::null_mut()); 64];

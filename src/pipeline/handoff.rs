@@ -9,9 +9,10 @@
 //! Every queue's memory sits on the consumer's NUMA socket (TransferQueue
 //! units through `rte_zmalloc_socket`, rings through `rte_ring_create`).
 
+use super::RunError;
 use crate::cli::{Backend, Topology};
 use crate::dpdk::{Packet, Ring, RingReceiver, RingSender, SocketMemory};
-use crate::queue::{self, BurstReceiver, BurstSender};
+use crate::queue::{self, BurstReceiver, BurstSender, QueueError};
 use std::sync::Arc;
 
 pub type Sender = Box<dyn BurstSender<Packet>>;
@@ -61,8 +62,26 @@ pub struct Link {
     pub senders: Vec<Vec<Sender>>,
     /// inputs[c]: consumer c's queues.
     pub inputs: Vec<InputSet>,
-    /// Packets the queues can hold in all (for mempool sizing).
+    /// Packets the queues can hold in all (for mempool sizing): `depth` per
+    /// queue for both backends (a shared TransferQueue splits it over its
+    /// producers), whatever the burst sizes.
     pub capacity: usize,
+}
+
+/// A TransferQueue error as the run reports it: a size the user chose
+/// (`--depth`/`--burst`) is a usage error, memory refused at run time is not.
+fn queue_error(label: &str, c: usize, e: QueueError) -> RunError {
+    match e {
+        QueueError::TooLarge { depth, burst, bytes } => RunError::Usage(format!(
+            "{label} queue to consumer {c}: --depth {depth} with --burst {burst} needs {bytes} bytes of transfer units per producer, \
+             above the {} MiB limit: pass a smaller --depth or --burst",
+            queue::MAX_ARENA_BYTES >> 20
+        )),
+        QueueError::BadBurst(_) | QueueError::BadDepth(_) | QueueError::NoProducers => {
+            RunError::Usage(format!("{label} queue to consumer {c}: {e} (check --depth and --burst)"))
+        }
+        QueueError::OutOfMemory { .. } => RunError::Runtime(format!("{label} queue to consumer {c}: {e}")),
+    }
 }
 
 /// Builds the queues from `producers` producers to consumers on the given
@@ -75,7 +94,7 @@ pub fn build_link(
     consumer_sockets: &[i32],
     depth: usize,
     burst: usize,
-) -> Result<Link, String> {
+) -> Result<Link, RunError> {
     let consumers = consumer_sockets.len();
     let mut senders: Vec<Vec<Option<Sender>>> = (0..producers).map(|_| (0..consumers).map(|_| None).collect()).collect();
     let mut inputs = Vec::with_capacity(consumers);
@@ -86,16 +105,16 @@ pub fn build_link(
             (Backend::Tq, Topology::Sharded) => {
                 for row in senders.iter_mut() {
                     let (mut prods, cons) = queue::channel::<Packet>(1, depth, burst, Arc::new(SocketMemory { socket }))
-                        .map_err(|e| format!("{label} queue to consumer {c}: {e}"))?;
-                    capacity += queue::units_per_producer(1, depth, burst) * burst;
+                        .map_err(|e| queue_error(label, c, e))?;
+                    capacity += queue::items_per_producer(1, depth);
                     row[c] = Some(Box::new(prods.pop().expect("one producer")));
                     receivers.push(Box::new(cons));
                 }
             }
             (Backend::Tq, Topology::Shared) => {
                 let (prods, cons) = queue::channel::<Packet>(producers, depth, burst, Arc::new(SocketMemory { socket }))
-                    .map_err(|e| format!("{label} queue to consumer {c}: {e}"))?;
-                capacity += queue::units_per_producer(producers, depth, burst) * burst * producers;
+                    .map_err(|e| queue_error(label, c, e))?;
+                capacity += queue::items_per_producer(producers, depth) * producers;
                 for (row, prod) in senders.iter_mut().zip(prods) {
                     row[c] = Some(Box::new(prod));
                 }
@@ -103,14 +122,14 @@ pub fn build_link(
             }
             (Backend::Ring, Topology::Sharded) => {
                 for (p, row) in senders.iter_mut().enumerate() {
-                    let ring = Ring::<Packet>::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| e.to_string())?;
+                    let ring = Ring::<Packet>::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| RunError::Runtime(e.to_string()))?;
                     capacity += depth;
                     row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
                     receivers.push(Box::new(RingReceiver::<Packet>::new(ring)));
                 }
             }
             (Backend::Ring, Topology::Shared) => {
-                let ring = Ring::<Packet>::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| e.to_string())?;
+                let ring = Ring::<Packet>::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| RunError::Runtime(e.to_string()))?;
                 capacity += depth;
                 for row in senders.iter_mut() {
                     row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
@@ -122,4 +141,23 @@ pub fn build_link(
     }
     let senders = senders.into_iter().map(|row| row.into_iter().map(|s| s.expect("every pair wired")).collect()).collect();
     Ok(Link { senders, inputs, capacity })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn queue_sizes_are_usage_errors_naming_the_flags() {
+        let e = queue::channel::<u64>(1, 1 << 22, 256, Arc::new(queue::GlobalMemory)).unwrap_err();
+        match queue_error("rw", 1, e) {
+            RunError::Usage(m) => {
+                assert!(m.starts_with("rw queue to consumer 1: "), "{m}");
+                assert!(m.contains("--depth 4194304 with --burst 256") && m.contains("smaller --depth or --burst"), "{m}");
+            }
+            RunError::Runtime(m) => panic!("not a usage error: {m}"),
+        }
+        // Memory refused at run time is not the user's sizes.
+        assert!(matches!(queue_error("wt", 0, QueueError::OutOfMemory { bytes: 64 }), RunError::Runtime(_)));
+    }
 }

@@ -320,8 +320,8 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     // --- hand-off links (queues on the consumer's socket) ---
     let worker_sockets: Vec<i32> = workers.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
     let tx_sockets: Vec<i32> = layout.tx.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
-    let rx_link = build_link("rw", opts.backend, opts.topology, rx_stages.len(), &worker_sockets, depth, burst).map_err(RunError::Runtime)?;
-    let tx_link = build_link("wt", opts.backend, opts.topology, n_workers, &tx_sockets, depth, burst).map_err(RunError::Runtime)?;
+    let rx_link = build_link("rw", opts.backend, opts.topology, rx_stages.len(), &worker_sockets, depth, burst)?;
+    let tx_link = build_link("wt", opts.backend, opts.topology, n_workers, &tx_sockets, depth, burst)?;
 
     // --- mempools, one per socket that has ports ---
     let mut rxd = opts.rx_desc;

@@ -127,7 +127,7 @@ fn unit_return_and_reuse() {
 #[test]
 fn full_queue() {
     model(|| {
-        // one unit of 2 items
+        // capacity 2 items, in 2 units of 2 slots: the budget makes it full
         let (mut txs, mut rx) = channel::<u32>(1, 2, 2, mem()).unwrap();
         let mut tx = txs.pop().unwrap();
         // Consumer in the spawned thread, two polls concurrent with the sends
@@ -149,15 +149,62 @@ fn full_queue() {
         assert!(matches!(a, 2 | 4 | 5), "first send took {a}");
         let n = a + b;
         assert_eq!(got, (0..n as u32).collect::<Vec<_>>());
-        assert_eq!(tx.free_units(), 1);
+        assert_eq!(tx.free_units(), tx.units());
         OUTCOMES[n].fetch_add(1, O::Relaxed);
     });
-    // The model must have reached a full queue and a reused unit.
+    // The model must have reached a full queue and a reused unit (4 or 5
+    // items need the first unit's 2 items back, and then it is the only
+    // returned unit: LIFO reuse).
     assert!(OUTCOMES[2].load(O::Relaxed) > 0, "never full");
     assert!(
         OUTCOMES[4].load(O::Relaxed) + OUTCOMES[5].load(O::Relaxed) > 0,
         "never reused"
     );
+}
+
+/// One-item sends into units of 2 slots: the item budget (2), not the unit
+/// count, makes the queue full, and an item fits again only once a unit has
+/// come back (the producer reloads the `returned` count). With a warm limit
+/// of one unit, the second send reuses the first unit if it is back by
+/// then (LIFO), else takes a fresh one: both happen.
+#[test]
+fn one_item_sends_budget_and_reuse() {
+    static FULL: AtomicUsize = AtomicUsize::new(0);
+    static WARM: [AtomicUsize; 3] = [
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+        AtomicUsize::new(0),
+    ];
+    model(|| {
+        // depth 2, burst 2 -> capacity 2, 2 units, warm limit 1
+        let (mut txs, mut rx) = channel::<u32>(1, 2, 2, mem()).unwrap();
+        let mut tx = txs.pop().unwrap();
+        assert_eq!((tx.capacity(), tx.units(), tx.warm_limit), (2, 2, 1));
+        let h = thread::spawn(move || {
+            let mut got = Vec::new();
+            while got.len() < 3 {
+                if rx.recv(1, |x| got.push(x)) == 0 {
+                    thread::yield_now();
+                }
+            }
+            got
+        });
+        let mut next = 0;
+        while next < 3 {
+            if tx.send(&mut std::iter::once(next)) == 1 {
+                next += 1;
+            } else {
+                FULL.fetch_add(1, O::Relaxed);
+                thread::yield_now();
+            }
+        }
+        assert_eq!(h.join().unwrap(), [0, 1, 2]);
+        assert_eq!(tx.free_units(), 2);
+        WARM[tx.warm as usize].fetch_add(1, O::Relaxed);
+    });
+    assert!(FULL.load(O::Relaxed) > 0, "never full");
+    assert!(WARM[1].load(O::Relaxed) > 0, "first unit never reused");
+    assert!(WARM[2].load(O::Relaxed) > 0, "second unit never used");
 }
 
 static OUTCOMES: [AtomicUsize; 6] = [

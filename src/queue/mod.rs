@@ -9,10 +9,18 @@
 //!   [`UnitMemory`] (DPDK `rte_zmalloc_socket` on the consumer's NUMA node in
 //!   the forwarder, [`GlobalMemory`] in tests), holding that producer's
 //!   fixed pool of **transfer units**;
+//! * per producer, its own bookkeeping of those units (which are free,
+//!   which are in flight and with how many items), allocated once at
+//!   construction and touched by that producer only;
 //! * the items while they are inside the queue. It does not own what the
 //!   items point to: it moves references, never the packet buffers.
 //!
-//! Promises: nothing is allocated, logged or formatted on the data path
+//! Promises: a queue of `depth` items holds `depth` items, split over its
+//! producers (each has a **budget** of [`items_per_producer`] =
+//! `max(1, depth / producers)`), **whatever the sizes of the sends**, like
+//! a ring of `depth` slots: never fewer (a send of one item costs one item
+//! of budget, not a unit of `burst`), never more (the forwarder sizes its
+//! mbuf pool from it). Nothing is allocated, logged or formatted on the data path
 //! (`send*`/`recv*`); every item sent is handed out exactly once, or dropped
 //! exactly once when the last handle goes; every arena is returned to the
 //! [`UnitMemory`] that gave it when the last handle (producer or consumer) is
@@ -36,8 +44,9 @@
 //!
 //! ## Algorithm
 //!
-//! * **Send.** A producer takes its next free unit (its units are used in a
-//!   fixed cycle through its arena, see *Return*), moves up to `burst` items into it, writes
+//! * **Send.** A producer takes up to its budget minus its items in flight
+//!   (see *Full*). For each unit's worth it takes a free unit (see *Reuse*),
+//!   moves up to `burst` items into it, writes
 //!   `count`/`seq`, and publishes it by pushing it on the consumer's list head
 //!   with one CAS (Treiber push; no ABA problem because a push never
 //!   dereferences the head it replaces). One CAS per unit, not per item;
@@ -55,21 +64,49 @@
 //!   producer by one plain `Release` store: the consumer bumps that
 //!   producer's `returned` count (only the consumer writes it). Because the
 //!   consumer takes each producer's units in publish order (the FIFO
-//!   guarantee below), "n units returned" names exactly which units are
-//!   back — the n oldest — so the units can be reused in a fixed cycle
-//!   and no return list is needed. The producer caches the count and
-//!   reloads it (`Acquire`) only when the cached value says full, about
-//!   once per pool cycle. (The first version returned units by a CAS push
-//!   on a per-producer return list; in the forwarder that cost a locked RMW
-//!   per unit on the consumer and, on the producer, a swap plus a
-//!   dependent miss on each unit's link, all on lines the other core had
-//!   just written: tq forwarded 0.84 × ring before this change, 0.97 ×
-//!   after, in one alternated run.)
-//! * **Full.** All `units` of a producer published and not yet returned
-//!   means the queue is full for this producer: `send` stops pulling items and returns how many it
-//!   took; the rest stay with the caller (back-pressure, no spin inside).
-//!   Each producer has its own pool, so one stalled producer cannot starve the
-//!   others of units.
+//!   guarantee below), "n more units returned" names exactly which units are
+//!   back — the n oldest in flight — so no return list is needed: the
+//!   producer keeps its own FIFO of the units it published, each with its
+//!   item count, and when the count has grown by n it pops the n oldest,
+//!   subtracts their items from its items in flight and frees the units.
+//!   The producer caches the count and reloads it (`Acquire`) only when
+//!   its cached state says it is short: of budget, or of warm units (see
+//!   *Reuse*); with full units that is about once per `depth / burst` units,
+//!   as often as a pool of that many units in a fixed cycle would.
+//!   (Returning units by a CAS push on a per-producer return list instead
+//!   cost, in the forwarder, a locked RMW per unit on the consumer and, on
+//!   the producer, a swap plus a dependent miss on each unit's link, all on
+//!   lines the other core had just written: tq forwarded 0.84 × ring with
+//!   it, 0.97 × with the count, in one alternated run.)
+//! * **Full.** Items in flight (published and not yet known returned) equal
+//!   to the budget means the queue is full for this producer: `send` stops
+//!   pulling items and returns how many it took; the rest stay with the
+//!   caller (back-pressure, no spin inside). Items of a partly read unit
+//!   count until its last one is read (the unit comes back whole). Each
+//!   producer has its own budget and pool, so one stalled producer cannot
+//!   starve the others.
+//! * **Units.** Every send publishes at least one unit however few items it
+//!   carries, so the budget can only be reached with one-item units if there
+//!   are as many units as items of budget ([`units_per_producer`]); each
+//!   still has `burst` slots. A unit in flight holds at least one item, so
+//!   while the budget has room a unit is free: fullness is by items only.
+//! * **Reuse.** Free units are reused LIFO by return: a producer-local stack
+//!   onto which each reload puts the units it found returned, as one batch
+//!   in publish order; the latest batch is reused first, and within it the
+//!   oldest unit first, so a steady stream reuses its units in the order it
+//!   used them (reusing a batch newest-first instead reversed the order
+//!   the consumer reads the units in, and cost 1.3-2.1 × the cycles per
+//!   item at burst 32, depth 4096 and 16384, and 1.2-2.4 × at burst 1, in
+//!   one alternated run of the queue bench). Units never used
+//!   are taken in index order, and only while fewer than
+//!   `max(1, budget / burst)` are in use (the pool a stream of full units
+//!   needs); past that the producer first reloads the count and reuses a
+//!   returned unit if there is one. So the memory the queue touches follows
+//!   what is in flight, not the pool (which is `burst` times larger than a
+//!   full-unit stream needs): at full rate with full units it touches the
+//!   same `depth / burst` units as a pool of that size, in the same order,
+//!   and a stream of small sends that the consumer keeps up with touches no
+//!   more; only a backlog of many small units warms more.
 //! * **Empty.** `recv` returns 0 after one relaxed load when nothing is
 //!   published and the local chain is spent.
 //!
@@ -87,8 +124,9 @@
 //!   only if the head changed since it was read, i.e. another producer
 //!   published or the consumer detached; each failure means another thread made
 //!   progress. (`compare_exchange_weak` may also fail spuriously on LL/SC
-//!   machines; on x86 it does not.) Taking a unit is wait-free (index
-//!   arithmetic, at most one load of the `returned` count).
+//!   machines; on x86 it does not.) Taking a unit is wait-free (at most one
+//!   load of the `returned` count, then producer-local list steps, one per
+//!   unit that came back).
 //! * The consumer's detach is wait-free (one load, at most one swap), and so
 //!   is returning a unit (one load of its own count, one store).
 //! * Nobody ever waits for another thread inside the queue: full and empty are
@@ -112,10 +150,12 @@
 //!   swaps the head, so a non-null it sees stays non-null until its swap.
 //! * **Return: store `Release`; producer's reload: load `Acquire`.** The
 //!   consumer's reads of a unit's slots (moving items out) happen before the
-//!   Release store that counts it returned, and the producer refills a unit
-//!   only after an Acquire load that read a count including it (its cached
-//!   count came from such a load), so a refill never races with a read
-//!   (checked by loom, see `sync::Track`). The consumer's own Relaxed load of
+//!   Release store that counts it returned, and the producer puts a unit
+//!   back on its free stack (and later refills it) only after an Acquire
+//!   load that read a count including it, so a refill never races with a
+//!   read (checked by loom, see `sync::Track`). The producer's bookkeeping
+//!   (FIFO, free stack, items in flight) is its own, read and written by
+//!   it alone, so it needs no ordering. The consumer's own Relaxed load of
 //!   the count reads its own last store (sole writer).
 //! * **`next` links: `Relaxed`.** A unit's `next` is only written by the
 //!   producer before its Release publish, and only read after the Acquire
@@ -126,13 +166,17 @@
 //! ## Memory footprint
 //!
 //! Per producer: `units * unit_stride::<T>(burst)` bytes, one arena, where
-//! `units = max(1, depth / burst / producers)` ([`units_per_producer`]), so
-//! `depth` is the queue's capacity in items, split across producers (the
-//! write-up counted depth in units; here it is in packets). Plus one
-//! `CachePadded` head and one `CachePadded` `returned` count per producer. Example:
+//! `units = max(1, depth / producers)` ([`units_per_producer`], the item
+//! budget), so `depth` is the queue's capacity in items at any send size,
+//! split across producers. One producer's arena above [`MAX_ARENA_BYTES`]
+//! (1 GiB) is refused ([`QueueError::TooLarge`]): that is a mistaken
+//! `depth`/`burst`. Plus one `CachePadded` head and one `CachePadded`
+//! `returned` count per producer, and per producer 8 bytes of bookkeeping
+//! per unit (ordinary heap, touched only for units in use). Example:
 //! 8-byte mbuf pointers, burst 32: 24 + 256 = 280 → 320 B per unit; depth
-//! 16384 with 4 producers → 128 units × 320 B = 40 KiB per producer, 160 KiB
-//! in all ([`queue_bytes`]).
+//! 16384 with 4 producers → 4096 units × 320 B = 1.25 MiB per producer,
+//! 5 MiB in all ([`queue_bytes`]), of which a full-unit stream touches the
+//! 128 units (40 KiB) per producer it needs (see *Reuse*).
 //!
 //! ## Teardown
 //!
@@ -150,10 +194,14 @@
 //! * `queue::tests` (`cargo test --lib queue`): unit tests, stress with real
 //!   threads (3 producers × 200 000 items, tiny depth forcing the full path,
 //!   sharded), drop counting, panic safety; every unit back in its pool at the
-//!   end. Counts are reduced under `cfg(miri)`.
+//!   end; `depth` items held at send sizes 1, mixed and large, exactly `k`
+//!   more after `k` received, split over producers; reuse touching only the
+//!   warm units (arena headers never written stay zero). Counts are reduced
+//!   under `cfg(miri)`.
 //! * `queue::loom` (`RUSTFLAGS="--cfg loom" cargo test --release --lib
 //!   queue::loom`): 2 producers + 1 consumer, unit return and reuse, full
-//!   queue, drain at shutdown, sharded; preemption bound 3
+//!   queue, one-item sends full by budget with LIFO reuse, drain at
+//!   shutdown, sharded; preemption bound 3
 //!   (`LOOM_MAX_PREEMPTIONS` overrides). Loom checks unit contents through one
 //!   `loom::cell::UnsafeCell` per unit (`sync::Track`), the atomics with its
 //!   C11 model, the FIFO self-check and `Arc` leaks. Under loom `push` starts
@@ -194,6 +242,10 @@ pub const MAX_BURST: usize = 256;
 /// Alignment (and stride granularity) of transfer units, in bytes. Raised to
 /// `align_of::<T>()` for over-aligned item types.
 pub const UNIT_ALIGN: usize = 64;
+
+/// Largest arena (one producer's transfer units) [`channel`] builds: 1 GiB.
+/// A bigger one is a mistaken `depth`/`burst`, not a queue anyone needs.
+pub const MAX_ARENA_BYTES: usize = 1 << 30;
 
 // ---------------------------------------------------------------------------
 // Memory provider
@@ -245,6 +297,13 @@ pub enum QueueError {
     BadDepth(usize),
     /// `producers` is 0.
     NoProducers,
+    /// One producer's arena would exceed [`MAX_ARENA_BYTES`]: `bytes` for
+    /// `depth` items (split over the producers) at `burst` slots per unit.
+    TooLarge {
+        depth: usize,
+        burst: usize,
+        bytes: usize,
+    },
     /// The [`UnitMemory`] could not provide the arenas (`bytes` in all).
     OutOfMemory { bytes: usize },
 }
@@ -263,6 +322,16 @@ impl fmt::Display for QueueError {
             QueueError::NoProducers => {
                 write!(f, "a transfer queue needs at least one producer: pass producers >= 1")
             }
+            QueueError::TooLarge {
+                depth,
+                burst,
+                bytes,
+            } => write!(
+                f,
+                "transfer-queue depth {depth} at burst {burst} needs {bytes} bytes of transfer \
+                 units per producer, above the {MAX_ARENA_BYTES}-byte limit: lower the depth or \
+                 the burst (each producer has depth/producers units of burst item slots)"
+            ),
             QueueError::OutOfMemory { bytes } => write!(
                 f,
                 "could not allocate {bytes} bytes of transfer units: lower the depth or burst, \
@@ -278,13 +347,20 @@ impl std::error::Error for QueueError {}
 // Geometry
 // ---------------------------------------------------------------------------
 
-/// Transfer units per producer for a queue of `depth` items shared by
-/// `producers` producers with `burst` items per unit:
-/// `max(1, depth / burst / producers)` (integer divisions, so the real
-/// capacity is at most `depth`, and at least one unit per producer).
-/// Zero arguments are treated as 1 here; [`channel`] rejects them.
-pub fn units_per_producer(producers: usize, depth: usize, burst: usize) -> usize {
-    (depth / burst.max(1) / producers.max(1)).max(1)
+/// Items one producer may have in a queue of `depth` items shared by
+/// `producers` producers: `max(1, depth / producers)` (so the queue holds at
+/// most `depth` items, and every producer at least one). A zero `producers`
+/// is treated as 1 here; [`channel`] rejects it.
+pub fn items_per_producer(producers: usize, depth: usize) -> usize {
+    (depth / producers.max(1)).max(1)
+}
+
+/// Transfer units per producer: as many as its item budget
+/// ([`items_per_producer`]), so that the budget can be reached by sends of
+/// one item each (every send publishes at least one unit). `burst` sets the
+/// size of a unit ([`unit_stride`]), not how many there are.
+pub fn units_per_producer(producers: usize, depth: usize, _burst: usize) -> usize {
+    items_per_producer(producers, depth)
 }
 
 /// Bytes of one transfer unit holding `burst` items of `T` (header + slots,
@@ -452,7 +528,8 @@ unsafe fn reverse(mut list: *mut Unit) -> *mut Unit {
 struct Pool {
     /// Units of this pool returned by the consumer since the start
     /// (wrapping). Written only by the consumer (Release), read by the
-    /// producer (Acquire) only when its cached copy says "full".
+    /// producer (Acquire) only when its cached state says it is short of
+    /// budget or of warm units.
     returned: CachePadded<AtomicU32>,
     arena: NonNull<u8>,
 }
@@ -531,42 +608,45 @@ impl<T> Drop for Shared<T> {
 /// Builds a TransferQueue with `producers` producers and one consumer.
 ///
 /// `depth` is the capacity in items (a power of two >= 1), split across the
-/// producers: each gets [`units_per_producer`]`(producers, depth, burst)`
-/// units of `burst` items (1..=[`MAX_BURST`]). Arenas come from `mem`.
+/// producers: each may have [`items_per_producer`]`(producers, depth)` items
+/// in the queue, whatever the sizes of its sends, in as many units of
+/// `burst` item slots (1..=[`MAX_BURST`]). Arenas come from `mem`; one
+/// above [`MAX_ARENA_BYTES`] is refused ([`QueueError::TooLarge`]).
 pub fn channel<T: Send>(
     producers: usize,
     depth: usize,
     burst: usize,
     mem: std::sync::Arc<dyn UnitMemory>,
 ) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
-    if burst == 0 || burst > MAX_BURST {
-        return Err(QueueError::BadBurst(burst));
-    }
-    if !depth.is_power_of_two() {
-        return Err(QueueError::BadDepth(depth));
-    }
-    if producers == 0 {
-        return Err(QueueError::NoProducers);
-    }
-    build(
-        producers,
-        units_per_producer(producers, depth, burst),
-        burst,
-        mem,
-    )
+    let budget = check::<T>(producers, depth, burst)?;
+    build(producers, budget, burst, mem)
 }
 
 /// Builds the sharded topology: one single-producer queue per producer, all
 /// read by one [`ShardedConsumer`]. Parameters mean the same as for
-/// [`channel`] (`depth` is the total capacity, so each shard gets
-/// `units_per_producer(producers, depth, burst)` units and the footprint
-/// equals the shared-queue one).
+/// [`channel`] (`depth` is the total capacity, so each shard holds
+/// `items_per_producer(producers, depth)` items and the footprint equals the
+/// shared-queue one).
 pub fn sharded<T: Send>(
     producers: usize,
     depth: usize,
     burst: usize,
     mem: std::sync::Arc<dyn UnitMemory>,
 ) -> Result<(Vec<Producer<T>>, ShardedConsumer<T>), QueueError> {
+    let budget = check::<T>(producers, depth, burst)?;
+    let mut txs = Vec::with_capacity(producers);
+    let mut rxs = Vec::with_capacity(producers);
+    for _ in 0..producers {
+        let (mut tx, rx) = build(1, budget, burst, mem.clone())?;
+        txs.push(tx.pop().expect("build returns one producer"));
+        rxs.push(rx);
+    }
+    Ok((txs, ShardedConsumer::new(rxs)))
+}
+
+/// Validates the parameters of [`channel`]/[`sharded`]; returns the item
+/// budget (and unit count) per producer.
+fn check<T>(producers: usize, depth: usize, burst: usize) -> Result<usize, QueueError> {
     if burst == 0 || burst > MAX_BURST {
         return Err(QueueError::BadBurst(burst));
     }
@@ -576,27 +656,32 @@ pub fn sharded<T: Send>(
     if producers == 0 {
         return Err(QueueError::NoProducers);
     }
-    let units = units_per_producer(producers, depth, burst);
-    let mut txs = Vec::with_capacity(producers);
-    let mut rxs = Vec::with_capacity(producers);
-    for _ in 0..producers {
-        let (mut tx, rx) = build(1, units, burst, mem.clone())?;
-        txs.push(tx.pop().expect("build returns one producer"));
-        rxs.push(rx);
+    let budget = items_per_producer(producers, depth);
+    let bytes = unit_stride::<T>(burst).saturating_mul(budget);
+    if bytes > MAX_ARENA_BYTES {
+        return Err(QueueError::TooLarge {
+            depth,
+            burst,
+            bytes,
+        });
     }
-    Ok((txs, ShardedConsumer::new(rxs)))
+    Ok(budget)
 }
 
+/// Builds a queue whose producers each have `budget` items and as many
+/// units (`budget <= MAX_ARENA_BYTES / 64`, checked by `check`, so unit
+/// indices and item counts fit in `u32`).
 fn build<T: Send>(
     producers: usize,
-    units: usize,
+    budget: usize,
     burst: usize,
     mem: std::sync::Arc<dyn UnitMemory>,
 ) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
+    let units = budget;
     let geo =
         Geometry::new::<T>(units, burst).ok_or(QueueError::OutOfMemory { bytes: usize::MAX })?;
     let total = geo.arena.size().saturating_mul(producers);
-    if u32::try_from(producers).is_err() {
+    if u32::try_from(producers).is_err() || u32::try_from(units).is_err() {
         return Err(QueueError::OutOfMemory { bytes: total });
     }
     let mut shared = Shared::<T> {
@@ -631,7 +716,16 @@ fn build<T: Send>(
     let mut txs = Vec::with_capacity(producers);
     for p in 0..producers {
         txs.push(Producer {
-            next_unit: 0,
+            in_flight: 0,
+            budget,
+            free: NONE,
+            oldest: NONE,
+            newest: NONE,
+            warm: 0,
+            // The pool a stream of full units needs: what the producer puts
+            // in use before it looks for returned units first.
+            warm_limit: (budget / burst).max(1) as u32,
+            book: vec![Entry::UNUSED; units].into_boxed_slice(),
             returned_seen: 0,
             seq: 0,
             id: p as u32,
@@ -656,12 +750,48 @@ fn build<T: Send>(
 // Producer
 // ---------------------------------------------------------------------------
 
+/// No unit: the end of a list in [`Producer::book`].
+const NONE: u32 = u32::MAX;
+
+/// A producer's own record of one of its units (not shared).
+#[derive(Clone, Copy)]
+struct Entry {
+    /// The next unit on the list this one is on: the in-flight FIFO (the
+    /// unit published after it) or the free stack (the unit to be reused
+    /// after it); `NONE` at the end.
+    next: u32,
+    /// Items the unit was published with (while in flight).
+    items: u32,
+}
+
+impl Entry {
+    const UNUSED: Entry = Entry {
+        next: NONE,
+        items: 0,
+    };
+}
+
 /// Sending end of a TransferQueue (one per producer thread/lcore). `Send`, not
 /// `Sync`: move it to its thread.
 pub struct Producer<T> {
-    /// Index in the arena of the unit the next publish fills (units are
-    /// used in a cycle, the order the consumer returns them in).
-    next_unit: usize,
+    /// Items published and not yet known returned (at most `budget`).
+    in_flight: usize,
+    /// Items this producer may have in the queue: its share of `depth`.
+    budget: usize,
+    /// Top of the free stack (the oldest unit of the batch most recently
+    /// found returned), or `NONE`. Only units below `warm` are ever on it.
+    free: u32,
+    /// Oldest unit published and not yet known returned (valid while any is).
+    oldest: u32,
+    /// Newest unit published (valid while any unit is in flight).
+    newest: u32,
+    /// Units ever put in use: indices `0..warm`; `warm` is the next fresh one.
+    warm: u32,
+    /// Units put in use before the producer reloads the `returned` count to
+    /// look for returned ones instead (`max(1, budget / burst)`).
+    warm_limit: u32,
+    /// Per unit: its list link and item count (allocated at construction).
+    book: Box<[Entry]>,
     /// The pool's `returned` count as last loaded (Acquire).
     returned_seen: u32,
     /// Units published so far (wrapping); also the next unit's `seq`.
@@ -672,9 +802,9 @@ pub struct Producer<T> {
     shared: Arc<Shared<T>>,
 }
 
-// SAFETY: the producer exclusively owns its free units (those published
-// and already returned, found by index into its arena); moving it to
-// another thread moves that ownership. Items it sends are `T: Send`.
+// SAFETY: the producer exclusively owns its free units (never used, or
+// published and already returned, found by index into its arena); moving it
+// to another thread moves that ownership. Items it sends are `T: Send`.
 unsafe impl<T: Send> Send for Producer<T> {}
 
 impl<T> fmt::Debug for Producer<T> {
@@ -682,6 +812,7 @@ impl<T> fmt::Debug for Producer<T> {
         f.debug_struct("Producer")
             .field("id", &self.id)
             .field("burst", &self.burst)
+            .field("capacity", &self.budget)
             .field("units", &self.shared.geo.units)
             .finish_non_exhaustive()
     }
@@ -692,6 +823,7 @@ impl<T> fmt::Debug for Producer<T> {
 /// iterator.
 struct Fill<'a, T> {
     producer: &'a mut Producer<T>,
+    idx: u32,
     unit: *mut Unit,
     n: usize,
 }
@@ -700,29 +832,37 @@ impl<T> Drop for Fill<'_, T> {
     #[inline]
     fn drop(&mut self) {
         if self.n != 0 {
-            // SAFETY: exclusively ours, its first `n` slots are initialised.
-            unsafe { self.producer.publish(self.unit, self.n) }
+            // SAFETY: the unit from `next_unit`, exclusively ours, its first
+            // `n` slots are initialised.
+            unsafe { self.producer.publish(self.idx, self.unit, self.n) }
         }
     }
 }
 
 impl<T: Send> Producer<T> {
     /// Moves items from `items` into units (up to `burst` per unit, one CAS per
-    /// unit); pulls an item only when it has a slot for it, so on a full queue
-    /// the rest stay in the iterator (handed back to the caller). Returns how
+    /// unit) while this producer has fewer than its capacity in the queue;
+    /// pulls an item only when it has room for it, so on a full queue the
+    /// rest stay in the iterator (handed back to the caller). Returns how
     /// many were taken.
     #[inline]
     pub fn send<I: Iterator<Item = T>>(&mut self, items: &mut I) -> usize {
         let burst = self.burst;
         let items_offset = self.items_offset;
         let mut taken = 0;
-        while let Some(unit) = self.take_unit() {
+        loop {
+            let limit = self.room(1).min(burst);
+            if limit == 0 {
+                break; // full
+            }
+            let (idx, unit) = self.next_unit();
             let mut fill = Fill {
                 producer: self,
+                idx,
                 unit,
                 n: 0,
             };
-            while fill.n < burst {
+            while fill.n < limit {
                 let Some(item) = items.next() else { break };
                 // SAFETY: the unit is exclusively ours and `n < burst`, so the
                 // slot is inside it; the slot holds no live item (free units
@@ -735,9 +875,9 @@ impl<T: Send> Producer<T> {
                 fill.n += 1;
             }
             let n = fill.n;
-            drop(fill); // publishes (n > 0) or puts the unit back (n == 0)
+            drop(fill); // publishes (n > 0) or leaves the unit free (n == 0)
             taken += n;
-            if n < burst {
+            if n < limit {
                 break; // iterator exhausted
             }
         }
@@ -745,29 +885,25 @@ impl<T: Send> Producer<T> {
     }
 
     /// Copies a prefix of `items` into units and returns its length: all of
-    /// `items` unless the queue filled up. All the units it fills are linked
-    /// into one chain and published with **one** CAS (a Treiber push of a
-    /// pre-linked segment), so a caller handing over several bursts at once
-    /// pays for one contended RMW, not one per unit.
+    /// `items` unless that would put more than this producer's capacity in
+    /// the queue. All the units it fills are linked into one chain and
+    /// published with **one** CAS (a Treiber push of a pre-linked segment),
+    /// so a caller handing over several bursts at once pays for one
+    /// contended RMW, not one per unit.
     #[inline]
     pub fn send_slice(&mut self, items: &[T]) -> usize
     where
         T: Copy,
     {
-        if items.is_empty() {
-            return 0;
-        }
-        let want = items.len().div_ceil(self.burst);
-        let fill = want.min(self.free_units_for(want));
-        if fill == 0 {
-            return 0; // full
+        let take = items.len().min(self.room(items.len()));
+        if take == 0 {
+            return 0; // nothing to send, or full
         }
         let (mut newest, mut oldest) = (ptr::null_mut::<Unit>(), ptr::null_mut::<Unit>());
         let mut done = 0;
-        for _ in 0..fill {
-            // Free: counted free by `free_units_for` (see `take_unit`).
-            let unit = self.shared.unit(self.id as usize, self.next_unit);
-            let n = (items.len() - done).min(self.burst);
+        while done < take {
+            let (idx, unit) = self.next_unit();
+            let n = (take - done).min(self.burst);
             // SAFETY: the unit is free, so exclusively ours; `n <= burst`
             // slots fit in it, and `items[done..done + n]` is in bounds;
             // `T: Copy`, so the copies need no drop bookkeeping. The Release
@@ -777,7 +913,7 @@ impl<T: Send> Producer<T> {
                 (*unit)
                     .track
                     .write(|| ptr::copy_nonoverlapping(items.as_ptr().add(done), dst, n));
-                self.seal(unit, n);
+                self.seal(idx, unit, n);
                 // Newest first: this unit links to the one filled before it
                 // (the oldest one's link is set by `push`).
                 (*unit).next.store(newest, Ordering::Relaxed);
@@ -793,9 +929,11 @@ impl<T: Send> Producer<T> {
         done
     }
 
-    /// Units this producer could fill now without waiting: its pool minus
-    /// the units published and not yet returned. A snapshot (the consumer
-    /// may return more right after).
+    /// Units of this producer's pool not in flight: its pool minus the
+    /// units published and not yet returned. A snapshot (the consumer may
+    /// return more right after). The queue is full by items, not units
+    /// ([`capacity`](Self::capacity)): `units() - free_units()` is at most
+    /// the items in flight.
     pub fn free_units(&self) -> usize {
         let returned = self.shared.pools[self.id as usize]
             .returned
@@ -803,9 +941,15 @@ impl<T: Send> Producer<T> {
         self.shared.geo.units - self.seq.wrapping_sub(returned) as usize
     }
 
-    /// Units in this producer's pool (its share of the queue's depth).
+    /// Units in this producer's pool (as many as its capacity in items).
     pub fn units(&self) -> usize {
         self.shared.geo.units
+    }
+
+    /// Items this producer may have in the queue at once, whatever the sizes
+    /// of its sends (its share of the queue's depth, [`items_per_producer`]).
+    pub fn capacity(&self) -> usize {
+        self.budget
     }
 
     /// Items per unit.
@@ -821,51 +965,107 @@ impl<T: Send> Producer<T> {
 
 // Internal helpers need no `T: Send` (the `Fill` guard's `Drop` uses them).
 impl<T> Producer<T> {
-    /// The next free unit (it stays free until `publish`), or None when
-    /// every unit is published and not yet returned (full). Loads the
-    /// shared `returned` count only when the cached one says full.
+    /// Items that may still be sent, by the cached in-flight count; reloads
+    /// the shared `returned` count only when that shows fewer than `wanted`.
     #[inline]
-    fn take_unit(&mut self) -> Option<*mut Unit> {
-        if self.free_units_for(1) == 0 {
-            return None; // full
+    fn room(&mut self, wanted: usize) -> usize {
+        let room = self.budget - self.in_flight;
+        if room >= wanted {
+            return room;
         }
-        // Units are returned in publish order (FIFO per producer), so with
-        // fewer than `units` outstanding, the unit published `units`
-        // publishes ago — the one at `next_unit` — is back.
-        Some(self.shared.unit(self.id as usize, self.next_unit))
+        self.reclaim();
+        self.budget - self.in_flight
     }
 
-    /// How many units are free, by the cached `returned` count; reloads the
-    /// shared count only when the cached one shows fewer than `wanted`.
-    #[inline]
-    fn free_units_for(&mut self, wanted: usize) -> usize {
-        let units = self.shared.geo.units;
-        let free = units - self.seq.wrapping_sub(self.returned_seen) as usize;
-        if free >= wanted {
-            return free;
-        }
+    /// Loads the `returned` count and takes back the units it newly counts:
+    /// the oldest ones in flight (the consumer returns them in publish
+    /// order). They go on top of the free stack as one batch, still in
+    /// publish order: the latest batch is reused first, and within it the
+    /// oldest unit first, so a steady stream reuses units in the order it
+    /// used them (ascending addresses, as the consumer read them) rather
+    /// than reversed.
+    fn reclaim(&mut self) {
         // Acquire: the consumer's reads of the returned units happen before
         // our refill (its Release store, see the module doc).
-        self.returned_seen = self.shared.pools[self.id as usize]
+        let returned = self.shared.pools[self.id as usize]
             .returned
             .load(Ordering::Acquire);
-        units - self.seq.wrapping_sub(self.returned_seen) as usize
+        let back = returned.wrapping_sub(self.returned_seen);
+        if back == 0 {
+            return;
+        }
+        self.returned_seen = returned;
+        // The batch is the FIFO's prefix `first ..= last`, already linked
+        // in publish order: count its items, then splice it onto the stack.
+        let first = self.oldest;
+        let mut last = first;
+        let mut items = self.book[last as usize].items as usize;
+        for _ in 1..back {
+            last = self.book[last as usize].next;
+            items += self.book[last as usize].items as usize;
+        }
+        self.in_flight -= items;
+        self.oldest = self.book[last as usize].next;
+        self.book[last as usize].next = self.free;
+        self.free = first;
     }
 
-    /// Writes the header of the unit at `next_unit` (count, seq) and moves
-    /// on to the next unit; the caller then publishes it.
+    /// The unit the next publish fills (it stays free until `seal`): the top
+    /// of the free stack; else a fresh one while fewer than
+    /// `warm_limit` are in use; else, after reloading the `returned`
+    /// count, a returned one if any, or a fresh one.
+    ///
+    /// The caller has room for at least one more item (`room`), so a unit
+    /// is always free: every unit in flight holds at least one item and
+    /// there are as many units as items of budget.
+    #[inline]
+    fn next_unit(&mut self) -> (u32, *mut Unit) {
+        if self.free == NONE && self.warm >= self.warm_limit {
+            self.reclaim();
+        }
+        let idx = if self.free != NONE {
+            self.free
+        } else {
+            // Not a debug assertion: a miscount here would index past the arena.
+            assert!(
+                (self.warm as usize) < self.shared.geo.units,
+                "TransferQueue: no free unit with room in the budget"
+            );
+            self.warm
+        };
+        (idx, self.shared.unit(self.id as usize, idx as usize))
+    }
+
+    /// Takes unit `idx` (from `next_unit`) off the free units, writes its
+    /// header (count, seq) and records it in flight with `n` items; the
+    /// caller then publishes it.
     ///
     /// # Safety
-    /// `unit` is the free unit at `next_unit`, exclusively owned, whose
-    /// first `n` slots (`1 <= n <= burst`) hold initialised items.
+    /// `unit` is unit `idx` of this producer's arena, the one `next_unit`
+    /// returned (nothing taken since), exclusively owned, whose first `n`
+    /// slots (`1 <= n <= burst`) hold initialised items.
     #[inline]
-    unsafe fn seal(&mut self, unit: *mut Unit, n: usize) {
-        let seq = self.seq;
-        self.seq = seq.wrapping_add(1);
-        self.next_unit += 1;
-        if self.next_unit == self.shared.geo.units {
-            self.next_unit = 0;
+    unsafe fn seal(&mut self, idx: u32, unit: *mut Unit, n: usize) {
+        // Fresh units (`idx == warm`) are never on the free stack.
+        if idx == self.free {
+            self.free = self.book[idx as usize].next;
+        } else {
+            debug_assert_eq!(idx, self.warm);
+            self.warm += 1;
         }
+        let seq = self.seq;
+        if seq == self.returned_seen {
+            self.oldest = idx; // nothing else in flight
+        } else {
+            self.book[self.newest as usize].next = idx;
+        }
+        self.newest = idx;
+        self.book[idx as usize] = Entry {
+            next: NONE,
+            items: n as u32,
+        };
+        self.in_flight += n;
+        self.seq = seq.wrapping_add(1);
         // SAFETY: exclusively owned unit (caller's contract); the caller's
         // Release CAS in `push` publishes these writes with the items.
         unsafe {
@@ -877,13 +1077,12 @@ impl<T> Producer<T> {
     }
 
     /// # Safety
-    /// As [`Producer::seal`]: `unit` is the free unit at `next_unit` (from
-    /// `take_unit`), exclusively owned, first `n` slots initialised.
+    /// As [`Producer::seal`].
     #[inline]
-    unsafe fn publish(&mut self, unit: *mut Unit, n: usize) {
+    unsafe fn publish(&mut self, idx: u32, unit: *mut Unit, n: usize) {
         // SAFETY: as `seal`'s contract (ours); `unit` alone is a chain.
         unsafe {
-            self.seal(unit, n);
+            self.seal(idx, unit, n);
             push(&self.shared.head, unit, unit);
         }
     }

@@ -146,15 +146,17 @@ fn recv_spans_several_units_and_max_zero() {
 
 #[test]
 fn full_queue_hands_items_back() {
-    // depth 8, burst 2, 1 producer -> 4 units -> 8 items.
+    // depth 8, burst 2, 1 producer -> 8 items, in 8 units of 2 slots.
     let (mut txs, mut rx) = channel::<String>(1, 8, 2, mem()).unwrap();
     let tx = &mut txs[0];
-    assert_eq!(tx.units(), 4);
+    assert_eq!(tx.capacity(), 8);
+    assert_eq!(tx.units(), 8);
     let mut it = (0..11).map(|i| i.to_string());
     assert_eq!(tx.send(&mut it), 8);
     // The rest were not pulled: still in the iterator, intact.
     assert_eq!(it.collect::<Vec<_>>(), ["8", "9", "10"]);
-    assert_eq!(tx.free_units(), 0);
+    // Full by items (4 full units out), not by units.
+    assert_eq!(tx.free_units(), 4);
     assert_eq!(tx.send(&mut std::iter::once("x".to_string())), 0);
 
     // send_slice accepts a prefix.
@@ -184,34 +186,33 @@ fn full_queue_hands_items_back() {
 fn partial_unit_then_exhausted_iterator_keeps_unit() {
     let (mut txs, mut rx) = channel::<u32>(1, 16, 4, mem()).unwrap();
     let tx = &mut txs[0];
+    let units = tx.units();
     assert_eq!(tx.send(&mut std::iter::empty()), 0);
-    assert_eq!(tx.free_units(), 4); // unit taken and put back
+    assert_eq!(tx.free_units(), units); // unit taken and put back
     assert_eq!(tx.send(&mut (0..4)), 4); // exactly one unit; the probe for more puts one back
-    assert_eq!(tx.free_units(), 3);
+    assert_eq!(tx.free_units(), units - 1);
     assert_eq!(tx.send(&mut (4..5)), 1);
-    assert_eq!(tx.free_units(), 2);
+    assert_eq!(tx.free_units(), units - 2);
     assert_eq!(drain_all(&mut rx), [0, 1, 2, 3, 4]);
-    assert_eq!(tx.free_units(), 4);
+    assert_eq!(tx.free_units(), units);
 }
 
 #[test]
 fn unit_return_and_reuse_many_cycles() {
     let (mut txs, mut rx) = channel::<u64>(1, 4, 2, mem()).unwrap();
     let tx = &mut txs[0];
-    assert_eq!(tx.units(), 2);
+    assert_eq!(tx.capacity(), 4);
     let cycles = if cfg!(miri) { 200 } else { 20_000 };
     let mut next_in = 0u64;
     let mut next_out = 0u64;
     for c in 0..cycles {
         // fill up completely, then drain a varying amount
         next_in += tx.send(&mut (next_in..)) as u64;
-        assert_eq!(tx.free_units(), 0);
-        // a partially read unit stays with the consumer: 3 or 4 items inside
+        assert_eq!(tx.send_slice(&[0]), 0, "full");
+        // a partially read unit stays with the consumer (and its read item
+        // in the producer's count): 3 or 4 items inside
         let inside = next_in - next_out;
-        assert!(
-            inside == 4 || (inside == 3 && next_out % 2 == 1),
-            "{inside} inside"
-        );
+        assert!(inside == 4 || inside == 3, "{inside} inside");
         let want = c % 4 + 1;
         rx.recv(want, |x| {
             assert_eq!(x, next_out);
@@ -224,6 +225,136 @@ fn unit_return_and_reuse_many_cycles() {
     });
     assert_eq!(next_in, next_out);
     assert_eq!(tx.free_units(), tx.units());
+}
+
+// ------------------------------------------------- depth counts items ----
+
+/// Sends with `send_slice` in sizes cycling through `sizes` until one is
+/// refused whole, then single items until none fits; returns the items
+/// taken and the size of every send that took something (in order).
+fn fill_with(tx: &mut Producer<u32>, sizes: &[usize], next: &mut u32) -> (usize, Vec<usize>) {
+    let mut taken = 0;
+    let mut sends = Vec::new();
+    let mut buf = Vec::new();
+    for &k in sizes.iter().cycle() {
+        buf.clear();
+        buf.extend(*next..*next + k as u32);
+        let n = tx.send_slice(&buf);
+        *next += n as u32;
+        taken += n;
+        if n > 0 {
+            sends.push(n);
+        }
+        if n < k {
+            break;
+        }
+    }
+    loop {
+        let n = tx.send(&mut std::iter::once(*next));
+        if n == 0 {
+            break;
+        }
+        *next += 1;
+        taken += 1;
+        sends.push(1);
+    }
+    (taken, sends)
+}
+
+#[test]
+fn depth_holds_items_whatever_the_send_sizes() {
+    for sizes in [&[1usize][..], &[1, 3, 32, 7], &[5, 64, 2, 33, 1, 31, 100]] {
+        let (mut txs, mut rx) = channel::<u32>(1, 2048, 32, mem()).unwrap();
+        let tx = &mut txs[0];
+        let mut next = 0;
+        let (taken, sends) = fill_with(tx, sizes, &mut next);
+        assert_eq!(taken, 2048, "sizes {sizes:?}");
+        assert_eq!(tx.send(&mut std::iter::once(0)), 0);
+
+        // Receive the items of the first few sends (whole units): exactly
+        // that many more fit, no more.
+        let k: usize = sends[..sends.len() / 3].iter().sum();
+        let mut expect = 0u32;
+        let mut check = |x: u32| {
+            assert_eq!(x, expect);
+            expect += 1;
+        };
+        assert_eq!(rx.recv(k, &mut check), k);
+        let (more, _) = fill_with(tx, &[7, 1], &mut next);
+        assert_eq!(more, k, "sizes {sizes:?}");
+
+        // A partly read unit frees nothing until its last item is read.
+        let first = sends[sends.len() / 3];
+        if first > 1 {
+            assert_eq!(rx.recv(1, &mut check), 1);
+            assert_eq!(tx.send_slice(&[0]), 0);
+            assert_eq!(rx.recv(first.min(32) - 1, &mut check), first.min(32) - 1);
+            assert_eq!(tx.send_slice(&[next]), 1);
+            next += 1;
+        }
+        rx.recv(usize::MAX, &mut check);
+        assert_eq!(expect, next);
+        assert_eq!(tx.free_units(), tx.units());
+        assert_eq!(fill_with(tx, &[3], &mut next).0, 2048);
+    }
+}
+
+#[test]
+fn depth_is_split_over_producers() {
+    for p in [2usize, 3] {
+        let (mut txs, _rx) = channel::<u32>(p, 2048, 32, mem()).unwrap();
+        for tx in txs.iter_mut() {
+            assert_eq!(fill_with(tx, &[1], &mut 0).0, 2048 / p);
+        }
+        let (mut txs, _rx) = sharded::<u32>(p, 2048, 32, mem()).unwrap();
+        for tx in txs.iter_mut() {
+            assert_eq!(fill_with(tx, &[3, 32], &mut 0).0, 2048 / p);
+        }
+    }
+}
+
+/// Units whose header was ever written (`count` is 0 in a fresh, zeroed
+/// arena and at least 1 in every unit ever published).
+fn units_touched<T: Send>(tx: &Producer<T>) -> usize {
+    (0..tx.units())
+        .filter(|&i| {
+            let unit = tx.shared.unit(tx.id(), i);
+            // SAFETY: a unit of the arena; single-threaded test with nothing
+            // in flight, so no one writes the header concurrently.
+            unsafe { (*unit).count != 0 }
+        })
+        .count()
+}
+
+#[test]
+fn reuse_keeps_touched_units_bounded() {
+    let cycles = if cfg!(miri) { 300 } else { 10_000 };
+    // (depth, burst, send size) -> the pool a full-burst stream needs,
+    // `max(1, depth / burst)` units, is all that is touched, not the
+    // `depth` units of the pool.
+    for (depth, burst, k, bound) in [
+        (2048, 32, 32, 64),
+        (2048, 32, 1, 64),
+        (2048, 32, 3, 64),
+        (64, 32, 32, 2),
+        (64, 32, 1, 2),
+    ] {
+        let (mut txs, mut rx) = channel::<u32>(1, depth, burst, mem()).unwrap();
+        let tx = &mut txs[0];
+        let items: Vec<u32> = (0..k as u32).collect();
+        let mut out = vec![0u32; k];
+        for _ in 0..cycles {
+            assert_eq!(tx.send_slice(&items), k);
+            assert_eq!(rx.recv_slice(&mut out), k);
+            assert_eq!(out, items);
+        }
+        let touched = units_touched(tx);
+        assert!(
+            touched <= bound,
+            "depth {depth} burst {burst} sends of {k}: {touched} units touched, want <= {bound}"
+        );
+        assert_eq!(tx.free_units(), tx.units());
+    }
 }
 
 #[test]
@@ -280,14 +411,16 @@ fn out_of_memory_frees_partial_arenas() {
 }
 
 #[test]
-fn units_per_producer_formula() {
-    assert_eq!(units_per_producer(1, 4096, 32), 128);
-    assert_eq!(units_per_producer(4, 16384, 32), 128);
-    assert_eq!(units_per_producer(3, 4096, 32), 42); // 4096/32 = 128, /3 = 42
-    assert_eq!(units_per_producer(3, 4, 2), 1); // at least one unit
-    assert_eq!(units_per_producer(1, 1, 256), 1);
-    assert_eq!(units_per_producer(2, 8, 1), 4);
-    assert_eq!(units_per_producer(0, 8, 0), 8); // zeros treated as 1
+fn capacity_formula() {
+    assert_eq!(items_per_producer(1, 4096), 4096);
+    assert_eq!(items_per_producer(4, 16384), 4096);
+    assert_eq!(items_per_producer(3, 4096), 1365);
+    assert_eq!(items_per_producer(3, 2), 1); // at least one item
+    assert_eq!(items_per_producer(0, 8), 8); // zero treated as 1
+    for b in [1, 32, 256] {
+        // as many units as items, whatever the burst
+        assert_eq!(units_per_producer(3, 4096, b), 1365);
+    }
     for (p, d, b) in [
         (1, 4096, 32),
         (3, 4096, 32),
@@ -298,15 +431,44 @@ fn units_per_producer_formula() {
         let (txs, _rx) = channel::<u32>(p, d, b, mem()).unwrap();
         assert_eq!(txs.len(), p);
         for tx in &txs {
+            assert_eq!(tx.capacity(), items_per_producer(p, d));
             assert_eq!(tx.units(), units_per_producer(p, d, b));
             assert_eq!(tx.free_units(), tx.units());
             assert_eq!(tx.burst(), b);
         }
-        // a producer can actually hold units*burst items
+        // a producer holds exactly its capacity
         let (mut txs, _rx) = channel::<u32>(p, d, b, mem()).unwrap();
-        let cap = txs[0].units() * b;
+        let cap = txs[0].capacity();
         assert_eq!(txs[0].send(&mut (0..).map(|x| x as u32)), cap);
+        assert_eq!(txs[0].send_slice(&[0]), 0);
     }
+}
+
+#[test]
+fn arena_size_limit() {
+    // 64-byte units: 2^24 of them are exactly 1 GiB, one more is refused.
+    assert_eq!(unit_stride::<u8>(1), 64);
+    assert_eq!(check::<u8>(1, 1 << 24, 1).unwrap(), 1 << 24);
+    assert_eq!(check::<u8>(2, 1 << 25, 1).unwrap(), 1 << 24); // per producer
+    let e = check::<u8>(1, 1 << 25, 1).unwrap_err();
+    assert!(
+        matches!(e, QueueError::TooLarge { depth, burst: 1, bytes }
+            if depth == 1 << 25 && bytes == 64 << 25),
+        "{e:?}"
+    );
+    // Refused before anything is allocated, by channel and sharded alike.
+    let cm = StdArc::new(CountingMemory::default());
+    let e = channel::<u64>(1, 1 << 22, 256, cm.clone()).unwrap_err();
+    assert!(matches!(e, QueueError::TooLarge { .. }), "{e:?}");
+    let msg = e.to_string();
+    assert!(
+        msg.contains("depth 4194304") && msg.contains("burst 256"),
+        "{msg}"
+    );
+    assert!(msg.contains("lower the depth or"), "{msg}");
+    let e = sharded::<u64>(2, 1 << 23, 256, cm.clone()).unwrap_err();
+    assert!(matches!(e, QueueError::TooLarge { .. }), "{e:?}");
+    assert_eq!(cm.allocs.load(O::SeqCst), 0);
 }
 
 #[test]
@@ -317,7 +479,7 @@ fn geometry_and_footprint() {
     assert_eq!(unit_stride::<*mut u8>(1), 64);
     assert_eq!(unit_stride::<u8>(40), 64);
     assert_eq!(unit_stride::<u8>(41), 128);
-    assert_eq!(queue_bytes::<*mut u8>(4, 16384, 32), 4 * 128 * 320);
+    assert_eq!(queue_bytes::<*mut u8>(4, 16384, 32), 4 * 4096 * 320);
     #[repr(align(128))]
     #[derive(Clone, Copy, PartialEq, Debug)]
     struct Big(u8);
@@ -566,7 +728,7 @@ fn drop_with_items_published_detached_and_partially_read() {
         let log = DropLog::new(80);
         let cm = StdArc::new(CountingMemory::default());
         let (mut txs, mut rx) = channel::<Tracked>(2, 64, 4, cm.clone()).unwrap();
-        assert_eq!(txs[0].units(), 8);
+        assert_eq!(txs[0].capacity(), 32);
         // 0..10 from producer 0 -> units [0..4][4..8][8..10]
         assert_eq!(txs[0].send(&mut tracked(&log, 0..10)), 10);
         // 10..16 from producer 1
@@ -591,11 +753,12 @@ fn drop_with_items_published_detached_and_partially_read() {
             assert_eq!(log.created(), 62);
             drop(txs);
         } else {
-            // 3 units never used + 1 returned by the consumer.
-            assert_eq!(txs[0].send(&mut tracked(&log, 30..80)), 16);
+            // 16 items sent, 4 back (the first unit, read whole): room
+            // for 20 (the partly read unit's 2 read items still count).
+            assert_eq!(txs[0].send(&mut tracked(&log, 30..80)), 20);
             drop(txs);
-            assert_eq!(log.created(), 46);
-            assert!(log.dropped() < 46);
+            assert_eq!(log.created(), 50);
+            assert!(log.dropped() < 50);
             drop(rx);
         }
         log.assert_balanced();
