@@ -12,6 +12,7 @@
 //! close, queues and pools are freed, and EAL is cleaned up by the caller.
 
 pub mod classes;
+pub mod clock;
 pub mod handoff;
 pub mod rate;
 pub mod telemetry;
@@ -138,11 +139,11 @@ struct LcoreWork {
 }
 
 fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
-    // Busy/idle accounting kept in locals, published every 1024 loops.
-    let (mut busy_polls, mut busy_cycles, mut idle_polls, mut idle_cycles) = (0u64, 0u64, 0u64, 0u64);
-    let mut since_publish = 0u32;
-    let mut t0 = dpdk::rdtsc_inline();
+    // Busy/idle accounting (sampled, see `LoopClock`), published once per
+    // window and at the end.
+    let mut clock = clock::LoopClock::new(dpdk::rdtsc_inline());
     loop {
+        clock.begin(dpdk::rdtsc_inline);
         let mut pending = false;
         let mut moved = 0usize;
         // Output before input: an lcore holding several roles first makes
@@ -177,22 +178,15 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
                 }
             }
         }
-        let t1 = dpdk::rdtsc_inline();
-        if moved != 0 {
-            busy_polls += 1;
-            busy_cycles += t1.wrapping_sub(t0);
-        } else {
-            idle_polls += 1;
-            idle_cycles += t1.wrapping_sub(t0);
+        let window_closed = clock.end(moved != 0, dpdk::rdtsc_inline);
+        if !pending {
+            clock.close(dpdk::rdtsc_inline());
         }
-        t0 = t1;
-        since_publish += 1;
-        if since_publish == 1024 || !pending {
-            since_publish = 0;
-            counters.busy_polls.store(busy_polls, Ordering::Relaxed);
-            counters.busy_cycles.store(busy_cycles, Ordering::Relaxed);
-            counters.idle_polls.store(idle_polls, Ordering::Relaxed);
-            counters.idle_cycles.store(idle_cycles, Ordering::Relaxed);
+        if window_closed || !pending {
+            counters.busy_polls.store(clock.busy_polls, Ordering::Relaxed);
+            counters.busy_cycles.store(clock.busy_cycles, Ordering::Relaxed);
+            counters.idle_polls.store(clock.idle_polls, Ordering::Relaxed);
+            counters.idle_cycles.store(clock.idle_cycles, Ordering::Relaxed);
         }
         if !pending {
             break;
