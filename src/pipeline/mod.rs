@@ -454,13 +454,17 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                     }
                 }
             }
+            let nic_ring = rxd as usize * queues.len().max(1);
             RxStage::new(
                 queues,
                 rx_senders[stage].take().expect("rx senders"),
                 burst,
                 policy,
-                // Each RX lcore takes its share of the rate.
-                opts.rx_rate.map(|mpps| rate::TokenBucket::new(mpps * 1e6 / rx_stages.len() as f64, dpdk::tsc_hz(), burst)),
+                // Each RX lcore takes its share of the rate; what the NIC
+                // can hold for it is its queues' descriptors.
+                opts.rx_rate.map(|mpps| {
+                    rate::TokenBucket::new(mpps * 1e6 / rx_stages.len() as f64, dpdk::tsc_hz(), nic_ring, burst)
+                }),
                 stamp_field.map(|f| (f, opts.latency_sample)),
                 classes.iter().map(|c| c.matcher).collect(),
                 class_workers.clone(),

@@ -11,13 +11,14 @@ const SCALE: u64 = 1024;
 
 /// `--rx-rate`: at most `rate` packets per second taken from the ports.
 ///
-/// Credit accrues with the TSC and is spent per packet received; it is
-/// capped at one burst or 10 ms of packets, whichever is more, so a pause
-/// of the lcore (descheduled: milliseconds on a busy VM) up to 10 ms is made
-/// up afterwards and the long-run rate holds; longer pauses lose input. The
-/// excess is never received: it stays in the NIC (where `imissed` counts
-/// what overflows the RX ring), which is what makes this a load knob for
-/// benchmarks and not a shaper.
+/// Credit accrues with the TSC and is spent per packet received. It models
+/// a source sending at that rate into the NIC: credit is capped at what the
+/// NIC's RX rings polled by this stage hold (descriptors × queues, at least
+/// one burst), so after a pause of the lcore the stage catches up by at
+/// most a ring's worth, as it would on a real port, and a longer pause
+/// loses input as a real port's `imissed` would. The excess is never
+/// received, which is what makes this a load knob for benchmarks and not a
+/// shaper.
 #[derive(Debug, Clone)]
 pub struct TokenBucket {
     /// TSC cycles per packet × `SCALE`.
@@ -30,11 +31,11 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
-    /// `pps` packets per second on a TSC of `tsc_hz`, bursts of `burst`.
-    pub fn new(pps: f64, tsc_hz: u64, burst: usize) -> Self {
+    /// `pps` packets per second on a TSC of `tsc_hz`; at most `ring`
+    /// packets (but one `burst` at least) wait to be taken.
+    pub fn new(pps: f64, tsc_hz: u64, ring: usize, burst: usize) -> Self {
         let cost = ((tsc_hz as f64 * SCALE as f64 / pps).round() as u64).max(1);
-        let per_10ms = (pps / 100.0).ceil() as u64;
-        let cap = cost.saturating_mul(per_10ms.max(burst as u64));
+        let cap = cost.saturating_mul(ring.max(burst) as u64);
         TokenBucket { cost, credit: 0, cap, last: 0 }
     }
 
@@ -159,7 +160,7 @@ mod tests {
     fn bucket_honours_the_rate() {
         // 2 Mpps on a 2.4 GHz TSC: 1200 cycles per packet.
         let hz = 2_400_000_000;
-        let mut b = TokenBucket::new(2e6, hz, 32);
+        let mut b = TokenBucket::new(2e6, hz, 2048, 32);
         let mut now = 1_000;
         let mut taken = 0usize;
         assert_eq!(b.allowance(now), 0, "no credit before time passes");
@@ -176,18 +177,18 @@ mod tests {
     #[test]
     fn bucket_caps_catch_up_after_a_pause() {
         let hz = 2_400_000_000;
-        let mut b = TokenBucket::new(10e6, hz, 32);
+        let mut b = TokenBucket::new(10e6, hz, 2048, 32);
         b.allowance(1);
-        // A 50 ms pause earns at most 10 ms of packets.
+        // A 50 ms pause earns at most what the rings hold.
         let a = b.allowance(1 + hz / 20);
-        assert_eq!(a, 100_000);
+        assert_eq!(a, 2048);
         b.spend(a);
         assert_eq!(b.allowance(1 + hz / 20), 0);
     }
 
     #[test]
     fn bucket_partial_spend_keeps_the_rest() {
-        let mut b = TokenBucket::new(1e6, 1_000_000_000, 32);
+        let mut b = TokenBucket::new(1e6, 1_000_000_000, 2048, 32);
         b.allowance(1);
         assert_eq!(b.allowance(1 + 10_000), 10);
         b.spend(4);
