@@ -7,7 +7,8 @@ use std::env;
 use std::path::PathBuf;
 use std::process::Command;
 
-const INSTALL_HINT: &str = "apt-get update && apt-get install -y dpdk dpdk-dev libdpdk-dev pkg-config clang libclang-dev";
+const INSTALL_HINT: &str =
+    "apt-get update && apt-get install -y dpdk dpdk-dev libdpdk-dev pkg-config clang libclang-dev";
 
 fn fail(msg: &str) -> ! {
     // One line, saying what to run.
@@ -21,9 +22,15 @@ fn pkg_config(args: &[&str]) -> String {
         .args(args)
         .arg("libdpdk")
         .output()
-        .unwrap_or_else(|_| fail(&format!("pkg-config not found; install DPDK with: {INSTALL_HINT}")));
+        .unwrap_or_else(|_| {
+            fail(&format!(
+                "pkg-config not found; install DPDK with: {INSTALL_HINT}"
+            ))
+        });
     if !out.status.success() {
-        fail(&format!("libdpdk (DPDK 22.11 headers) not found by pkg-config; install it with: {INSTALL_HINT}"));
+        fail(&format!(
+            "libdpdk (DPDK 22.11 headers) not found by pkg-config; install it with: {INSTALL_HINT}"
+        ));
     }
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -38,8 +45,14 @@ fn main() {
     if !version.starts_with("22.") && !version.starts_with("23.") {
         println!("cargo:warning=tqfwd is written for DPDK 22.11; found {version}");
     }
-    let cflags: Vec<String> = pkg_config(&["--cflags"]).split_whitespace().map(String::from).collect();
-    let libs: Vec<String> = pkg_config(&["--libs"]).split_whitespace().map(String::from).collect();
+    let cflags: Vec<String> = pkg_config(&["--cflags"])
+        .split_whitespace()
+        .map(String::from)
+        .collect();
+    let libs: Vec<String> = pkg_config(&["--libs"])
+        .split_whitespace()
+        .map(String::from)
+        .collect();
 
     for flag in &libs {
         if let Some(lib) = flag.strip_prefix("-l") {
@@ -56,7 +69,11 @@ fn main() {
 
     // Clang args: the pkg-config cflags (include dirs, `-include rte_config.h`,
     // -march) minus linker-only bits.
-    let clang_args: Vec<String> = cflags.iter().filter(|f| !f.starts_with("-Wl")).cloned().collect();
+    let clang_args: Vec<String> = cflags
+        .iter()
+        .filter(|f| !f.starts_with("-Wl"))
+        .cloned()
+        .collect();
 
     let bindings = bindgen::Builder::default()
         .header("src/dpdk/wrapper.h")
@@ -84,7 +101,11 @@ fn main() {
         .expect("write bindings");
 
     let mut build = cc::Build::new();
-    build.file(wrap_c.with_extension("c")).file("src/dpdk/shim.c").include("src/dpdk").include(".");
+    build
+        .file(wrap_c.with_extension("c"))
+        .file("src/dpdk/shim.c")
+        .include("src/dpdk")
+        .include(".");
     for f in &clang_args {
         build.flag(f);
     }

@@ -193,15 +193,33 @@ pub fn split_args(argv: &[String]) -> SplitArgs {
     let rest = if argv.is_empty() { &[][..] } else { &argv[1..] };
     match rest.iter().position(|a| a == "--") {
         Some(i) => SplitArgs {
-            eal: std::iter::once(prog.clone()).chain(rest[..i].iter().cloned()).collect(),
-            app: std::iter::once(prog).chain(rest[i + 1..].iter().cloned()).collect(),
+            eal: std::iter::once(prog.clone())
+                .chain(rest[..i].iter().cloned())
+                .collect(),
+            app: std::iter::once(prog)
+                .chain(rest[i + 1..].iter().cloned())
+                .collect(),
         },
         None => {
-            if rest.iter().any(|a| a == "--help" || a == "-h" || a == "--version" || a == "-V") {
-                let app = rest.iter().filter(|a| matches!(a.as_str(), "--help" | "-h" | "--version" | "-V")).cloned();
-                SplitArgs { eal: vec![prog.clone()], app: std::iter::once(prog).chain(app).collect() }
+            if rest
+                .iter()
+                .any(|a| a == "--help" || a == "-h" || a == "--version" || a == "-V")
+            {
+                let app = rest
+                    .iter()
+                    .filter(|a| matches!(a.as_str(), "--help" | "-h" | "--version" | "-V"))
+                    .cloned();
+                SplitArgs {
+                    eal: vec![prog.clone()],
+                    app: std::iter::once(prog).chain(app).collect(),
+                }
             } else {
-                SplitArgs { eal: std::iter::once(prog.clone()).chain(rest.iter().cloned()).collect(), app: vec![prog] }
+                SplitArgs {
+                    eal: std::iter::once(prog.clone())
+                        .chain(rest.iter().cloned())
+                        .collect(),
+                    app: vec![prog],
+                }
             }
         }
     }
@@ -253,29 +271,48 @@ fn parse_depth(s: &str) -> Result<u32, String> {
 }
 
 fn parse_mpps(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of Mpps"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of Mpps"))?;
     if !(v > 0.0 && v.is_finite() && v <= 10_000.0) {
-        return Err(format!("{s} must be a rate in Mpps above 0 and at most 10000"));
+        return Err(format!(
+            "{s} must be a rate in Mpps above 0 and at most 10000"
+        ));
     }
     Ok(v)
 }
 
 fn parse_stall(s: &str) -> Result<(u32, u32), String> {
-    let (i, ms) = s.split_once(':').ok_or_else(|| format!("'{s}' is not IDX:MS (e.g. 1:2000)"))?;
-    let i: u32 = i.trim().parse().map_err(|_| format!("'{i}' is not a worker index (in IDX:MS)"))?;
-    let ms: u32 = ms.trim().parse().map_err(|_| format!("'{ms}' is not a number of milliseconds (in IDX:MS)"))?;
+    let (i, ms) = s
+        .split_once(':')
+        .ok_or_else(|| format!("'{s}' is not IDX:MS (e.g. 1:2000)"))?;
+    let i: u32 = i
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{i}' is not a worker index (in IDX:MS)"))?;
+    let ms: u32 = ms
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{ms}' is not a number of milliseconds (in IDX:MS)"))?;
     Ok((i, ms))
 }
 
 fn parse_peer_mac(s: &str) -> Result<(u16, MacAddr), String> {
-    let (p, m) = s.split_once('=').ok_or_else(|| format!("'{s}' is not PORT=MAC (e.g. 0=02:00:00:00:00:01)"))?;
-    let port: u16 = p.trim().parse().map_err(|_| format!("'{p}' is not a port number (in PORT=MAC)"))?;
+    let (p, m) = s
+        .split_once('=')
+        .ok_or_else(|| format!("'{s}' is not PORT=MAC (e.g. 0=02:00:00:00:00:01)"))?;
+    let port: u16 = p
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{p}' is not a port number (in PORT=MAC)"))?;
     let mac: MacAddr = m.trim().parse().map_err(|e| format!("{e}"))?;
     Ok((port, mac))
 }
 
 fn parse_seconds(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !(v > 0.0 && v.is_finite() && v <= 1e7) {
         return Err(format!("{s} must be a positive number of seconds"));
     }
@@ -283,7 +320,9 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
 }
 
 fn parse_seconds_or_zero(s: &str) -> Result<f64, String> {
-    let v: f64 = s.parse().map_err(|_| format!("'{s}' is not a number of seconds"))?;
+    let v: f64 = s
+        .parse()
+        .map_err(|_| format!("'{s}' is not a number of seconds"))?;
     if !(v >= 0.0 && v.is_finite() && v <= 1e7) {
         return Err(format!("{s} must be zero or a positive number of seconds"));
     }
@@ -296,10 +335,15 @@ pub fn parse_options(app_args: &[String]) -> Result<Options, Result<String, Stri
     match Options::try_parse_from(app_args) {
         Ok(o) => Ok(o),
         Err(e) => match e.kind() {
-            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => Err(Ok(e.to_string())),
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                Err(Ok(e.to_string()))
+            }
             _ => {
                 let text = e.to_string();
-                let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("bad arguments");
+                let line = text
+                    .lines()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("bad arguments");
                 let line = line.trim_start_matches("error: ");
                 Err(Err(format!("{line} (see tqfwd -- --help)")))
             }
@@ -339,10 +383,28 @@ mod tests {
 
     #[test]
     fn options_ranges() {
-        let ok = parse_options(&s(&["tqfwd", "--burst", "256", "--depth", "4096", "--peer-mac", "1=02:00:00:00:00:09"])).unwrap();
+        let ok = parse_options(&s(&[
+            "tqfwd",
+            "--burst",
+            "256",
+            "--depth",
+            "4096",
+            "--peer-mac",
+            "1=02:00:00:00:00:09",
+        ]))
+        .unwrap();
         assert_eq!(ok.burst, 256);
         assert_eq!(ok.peer_mac[0].0, 1);
-        let roles = parse_options(&s(&["tqfwd", "--rx-lcores", "0-1", "--worker-lcores", "1", "--tx-lcores", "0,1"])).unwrap();
+        let roles = parse_options(&s(&[
+            "tqfwd",
+            "--rx-lcores",
+            "0-1",
+            "--worker-lcores",
+            "1",
+            "--tx-lcores",
+            "0,1",
+        ]))
+        .unwrap();
         assert_eq!(roles.rx_lcores, Some(CoreList(vec![0, 1])));
         assert_eq!(roles.worker_lcores, Some(CoreList(vec![1])));
         assert_eq!(roles.tx_lcores, Some(CoreList(vec![0, 1])));
@@ -367,6 +429,9 @@ mod tests {
                 other => panic!("{bad:?} accepted: {other:?}"),
             }
         }
-        assert!(matches!(parse_options(&s(&["tqfwd", "--help"])), Err(Ok(_))));
+        assert!(matches!(
+            parse_options(&s(&["tqfwd", "--help"])),
+            Err(Ok(_))
+        ));
     }
 }

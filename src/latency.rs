@@ -95,7 +95,13 @@ impl Histogram {
     /// An empty histogram (8 KiB by value; use [`Histogram::boxed`] to keep it
     /// off the stack).
     pub const fn new() -> Histogram {
-        Histogram { counts: [0; BUCKETS], count: 0, sum: 0, min: u64::MAX, max: 0 }
+        Histogram {
+            counts: [0; BUCKETS],
+            count: 0,
+            sum: 0,
+            min: u64::MAX,
+            max: 0,
+        }
     }
 
     /// An empty histogram on the heap (allocate before the measured loop).
@@ -169,7 +175,11 @@ impl Histogram {
         if self.count == 0 {
             return 0;
         }
-        let p = if p.is_nan() { 100.0 } else { p.clamp(0.0, 100.0) };
+        let p = if p.is_nan() {
+            100.0
+        } else {
+            p.clamp(0.0, 100.0)
+        };
         let rank = ((p / 100.0) * self.count as f64).ceil() as u64;
         let rank = rank.clamp(1, self.count);
         let mut seen = 0u64;
@@ -228,12 +238,28 @@ mod tests {
             assert_eq!(index(lo), idx);
             assert_eq!(index(hi), idx);
             // Relative width <= 1/32 (exact below 64).
-            assert!((hi - lo) as f64 <= lo as f64 / SUB_BUCKETS as f64, "bucket {idx}");
+            assert!(
+                (hi - lo) as f64 <= lo as f64 / SUB_BUCKETS as f64,
+                "bucket {idx}"
+            );
             next = hi + 1;
         }
         assert_eq!(next, 1u64 << MAX_BITS);
         // Spot checks across the range.
-        for v in [0, 1, 31, 32, 63, 64, 65, 100, 1000, 12345, 1 << 20, (1 << 33) + 7] {
+        for v in [
+            0,
+            1,
+            31,
+            32,
+            63,
+            64,
+            65,
+            100,
+            1000,
+            12345,
+            1 << 20,
+            (1 << 33) + 7,
+        ] {
             let (lo, hi) = bucket_bounds(index(v));
             assert!(lo <= v && v <= hi, "{v} in [{lo}, {hi}]");
         }
@@ -272,7 +298,9 @@ mod tests {
             h.record(v);
         }
         let sorted: Vec<u64> = (1..=n).collect();
-        for p in [0.0, 1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0] {
+        for p in [
+            0.0, 1.0, 10.0, 25.0, 50.0, 75.0, 90.0, 99.0, 99.9, 99.99, 100.0,
+        ] {
             let t = true_percentile(&sorted, p);
             let got = h.percentile(p);
             assert!(within(got, t), "p{p}: got {got}, true {t}");
@@ -313,7 +341,9 @@ mod tests {
         let mut h = Histogram::new();
         let mut all = Vec::with_capacity(50_000);
         for _ in 0..50_000 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let v = (x >> 40) >> ((x >> 8) % 24); // 0 .. 2^24, log-spread
             h.record(v);
             all.push(v);

@@ -20,6 +20,8 @@ pub mod cli;
 #[forbid(unsafe_code)]
 pub mod gen;
 #[forbid(unsafe_code)]
+pub mod latency;
+#[forbid(unsafe_code)]
 pub mod pcap;
 #[forbid(unsafe_code)]
 pub mod pipeline;
@@ -27,4 +29,3 @@ pub mod pipeline;
 pub mod stats;
 #[forbid(unsafe_code)]
 pub mod wire;
-#[forbid(unsafe_code)] pub mod latency;

@@ -49,7 +49,12 @@ fn main() -> ExitCode {
             ))
         }
     };
-    log::info!("{} initialised, {} lcores, TSC {} Hz", dpdk::version(), eal.lcores().len(), dpdk::tsc_hz());
+    log::info!(
+        "{} initialised, {} lcores, TSC {} Hz",
+        dpdk::version(),
+        eal.lcores().len(),
+        dpdk::tsc_hz()
+    );
 
     let result = pipeline::run(&eal, &opts);
     if let Err(e) = eal.cleanup() {
@@ -69,7 +74,10 @@ fn main() -> ExitCode {
     if let Some(path) = &opts.stats_json {
         let json = serde_json::to_string_pretty(&report).expect("report serialises");
         if let Err(e) = std::fs::write(path, json + "\n") {
-            eprintln!("tqfwd: error: cannot write --stats-json {}: {e}", path.display());
+            eprintln!(
+                "tqfwd: error: cannot write --stats-json {}: {e}",
+                path.display()
+            );
             return ExitCode::from(1);
         }
     }
@@ -78,7 +86,11 @@ fn main() -> ExitCode {
     } else {
         eprintln!(
             "tqfwd: error: end checks failed: conservation {}, mbufs in use {}",
-            if report.conservation_ok { "ok" } else { "FAILED" },
+            if report.conservation_ok {
+                "ok"
+            } else {
+                "FAILED"
+            },
             report.mbufs_in_use
         );
         ExitCode::from(1)

@@ -30,7 +30,12 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 4] = [DropReason::Runt, DropReason::RxHandoffFull, DropReason::WorkerHandoffFull, DropReason::TxFull];
+    pub const ALL: [DropReason; 4] = [
+        DropReason::Runt,
+        DropReason::RxHandoffFull,
+        DropReason::WorkerHandoffFull,
+        DropReason::TxFull,
+    ];
     pub fn name(self) -> &'static str {
         match self {
             DropReason::Runt => "runt",
@@ -165,7 +170,13 @@ impl Totals {
 }
 
 /// One periodic stats line: rates since the previous snapshot, and drops.
-pub fn stats_line(elapsed_s: f64, prev: &Totals, now: &Totals, interval_s: f64, class_names: &[String]) -> String {
+pub fn stats_line(
+    elapsed_s: f64,
+    prev: &Totals,
+    now: &Totals,
+    interval_s: f64,
+    class_names: &[String],
+) -> String {
     let rx_mpps = (now.rx - prev.rx) as f64 / interval_s / 1e6;
     let tx_mpps = (now.tx - prev.tx) as f64 / interval_s / 1e6;
     let mut line = format!(
@@ -182,7 +193,10 @@ pub fn stats_line(elapsed_s: f64, prev: &Totals, now: &Totals, interval_s: f64, 
     }
     for (i, name) in class_names.iter().enumerate() {
         let mpps = (now.class_rx[i] - prev.class_rx[i]) as f64 / interval_s / 1e6;
-        line.push_str(&format!(" | {name} {mpps:.3} Mpps drops {}", now.class_drops[i]));
+        line.push_str(&format!(
+            " | {name} {mpps:.3} Mpps drops {}",
+            now.class_drops[i]
+        ));
     }
     line
 }
@@ -289,7 +303,8 @@ pub struct Report {
 
 /// Folds per-lcore counters into the class table.
 pub fn classes<'a>(lcores: impl Iterator<Item = &'a LcoreCounters>) -> BTreeMap<&'static str, u64> {
-    let mut m: BTreeMap<&'static str, u64> = FrameClass::ALL.iter().map(|c| (c.name(), 0)).collect();
+    let mut m: BTreeMap<&'static str, u64> =
+        FrameClass::ALL.iter().map(|c| (c.name(), 0)).collect();
     for c in lcores {
         for class in FrameClass::ALL {
             *m.get_mut(class.name()).unwrap() += get(&c.worker_classes[class.index()]);
@@ -299,7 +314,10 @@ pub fn classes<'a>(lcores: impl Iterator<Item = &'a LcoreCounters>) -> BTreeMap<
 }
 
 pub fn drops_map(drops: &[u64; 4]) -> BTreeMap<&'static str, u64> {
-    DropReason::ALL.iter().map(|r| (r.name(), drops[r.index()])).collect()
+    DropReason::ALL
+        .iter()
+        .map(|r| (r.name(), drops[r.index()]))
+        .collect()
 }
 
 pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) -> LcoreReport {
@@ -319,11 +337,23 @@ pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) ->
         worker_packets: get(&c.worker_packets),
         tx_packets: c.tx_total(),
         drops: drops_map(&d),
-        busy_cycles_per_packet: if handled > 0 { busy as f64 / handled as f64 } else { 0.0 },
+        busy_cycles_per_packet: if handled > 0 {
+            busy as f64 / handled as f64
+        } else {
+            0.0
+        },
         busy_polls,
         idle_polls: get(&c.idle_polls),
-        busy_ratio: if busy + idle > 0 { busy as f64 / (busy + idle) as f64 } else { 0.0 },
-        avg_burst: if busy_polls > 0 { handled as f64 / busy_polls as f64 } else { 0.0 },
+        busy_ratio: if busy + idle > 0 {
+            busy as f64 / (busy + idle) as f64
+        } else {
+            0.0
+        },
+        avg_burst: if busy_polls > 0 {
+            handled as f64 / busy_polls as f64
+        } else {
+            0.0
+        },
     }
 }
 
@@ -400,7 +430,11 @@ impl Report {
         s.push_str(&format!(
             "  mbufs in use after shutdown: {} -> {}\n",
             self.mbufs_in_use,
-            if self.mbufs_in_use == 0 { "OK" } else { "FAILED" }
+            if self.mbufs_in_use == 0 {
+                "OK"
+            } else {
+                "FAILED"
+            }
         ));
         s
     }

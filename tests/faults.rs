@@ -19,7 +19,20 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),
-        &["--mbufs", "600", "--depth", "1024", "--worker-cycles", "3000", "--on-full", "wait", "--duration", "2", "--stats-interval", "0"],
+        &[
+            "--mbufs",
+            "600",
+            "--depth",
+            "1024",
+            "--worker-cycles",
+            "3000",
+            "--on-full",
+            "wait",
+            "--duration",
+            "2",
+            "--stats-interval",
+            "0",
+        ],
         Duration::from_secs(60),
     );
     assert_clean_end(&run);
@@ -27,11 +40,22 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
     let p0 = &j["ports"][0];
     let nombuf = p0["hw_rx_nombuf"].as_u64().unwrap();
     let received = p0["hw_ipackets"].as_u64().unwrap();
-    assert!(nombuf > 0, "a 600-mbuf pool must run dry\n{}", run.describe());
-    assert_eq!(received + nombuf, frames.len() as u64, "every frame received or counted as rx_nombuf");
+    assert!(
+        nombuf > 0,
+        "a 600-mbuf pool must run dry\n{}",
+        run.describe()
+    );
+    assert_eq!(
+        received + nombuf,
+        frames.len() as u64,
+        "every frame received or counted as rx_nombuf"
+    );
     assert_eq!(p0["rx_packets"].as_u64().unwrap(), received);
     // No stall: everything received after the pool ran dry got through.
-    assert_eq!(j["tx_packets"].as_u64().unwrap(), j["rx_packets"].as_u64().unwrap());
+    assert_eq!(
+        j["tx_packets"].as_u64().unwrap(),
+        j["rx_packets"].as_u64().unwrap()
+    );
     let out = pcap::read_all(dir.join("out1.pcap")).unwrap();
     assert_eq!(out.len() as u64, received);
     let _ = std::fs::remove_dir_all(&dir);

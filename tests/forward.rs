@@ -15,11 +15,20 @@ const FLOWS_PER_FILE: usize = 48;
 /// Writes one input file: flows `first_flow..first_flow+FLOWS_PER_FILE`,
 /// round-robin, sequence numbers per flow.
 fn write_input(path: &std::path::Path, first_flow: usize, frames: usize) -> Vec<Vec<u8>> {
-    let flows: Vec<Flow> = (first_flow..first_flow + FLOWS_PER_FILE).map(Flow::nth).collect();
+    let flows: Vec<Flow> = (first_flow..first_flow + FLOWS_PER_FILE)
+        .map(Flow::nth)
+        .collect();
     let v: Vec<Vec<u8>> = (0..frames)
         .map(|i| {
             let f = i % FLOWS_PER_FILE;
-            gen::udp_frame(&flows[f], (first_flow + f) as u32, (i / FLOWS_PER_FILE) as u64, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC)
+            gen::udp_frame(
+                &flows[f],
+                (first_flow + f) as u32,
+                (i / FLOWS_PER_FILE) as u64,
+                64,
+                gen::DEFAULT_SRC_MAC,
+                gen::DEFAULT_DST_MAC,
+            )
         })
         .collect();
     pcap::write_all(path, &v).expect("write pcap");
@@ -39,15 +48,27 @@ fn check_output(out: &[pcap::PcapPacket], inputs: &[Vec<u8>], out_port: u8, out_
     let mut last_seq: HashMap<u32, u64> = HashMap::new();
     for p in out {
         let s = gen::test_payload(&p.data).expect("stamped output frame");
-        let orig = expected.remove(&(s.flow_id, s.seq)).unwrap_or_else(|| panic!("unexpected or duplicate frame {s:?} on port {out_port}"));
+        let orig = expected
+            .remove(&(s.flow_id, s.seq))
+            .unwrap_or_else(|| panic!("unexpected or duplicate frame {s:?} on port {out_port}"));
         if let Some(prev) = last_seq.insert(s.flow_id, s.seq) {
-            assert!(s.seq > prev, "flow {} reordered: {} after {}", s.flow_id, s.seq, prev);
+            assert!(
+                s.seq > prev,
+                "flow {} reordered: {} after {}",
+                s.flow_id,
+                s.seq,
+                prev
+            );
         }
         assert_eq!(&p.data[0..6], &[2, 0, 0, 0, 0, out_port], "dst MAC");
         assert_eq!(&p.data[6..12], &out_mac, "src MAC");
         assert_eq!(&p.data[12..], &orig[12..], "payload changed");
     }
-    assert!(expected.is_empty(), "{} frames missing on port {out_port}", expected.len());
+    assert!(
+        expected.is_empty(),
+        "{} frames missing on port {out_port}",
+        expected.len()
+    );
 }
 
 /// Two ports with two RX queues each (two rx_pcap files), two RX lcores and
@@ -66,13 +87,34 @@ fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
             inputs.extend(frames);
             args.push_str(&format!(",rx_pcap={}", path.display()));
         }
-        args.push_str(&format!(",tx_pcap={}", dir.join(format!("out{port}.pcap")).display()));
+        args.push_str(&format!(
+            ",tx_pcap={}",
+            dir.join(format!("out{port}.pcap")).display()
+        ));
         vdevs.push(args);
     }
     let eal = eal_args("0-1", &vdevs);
     let mut app = vec![
-        "--backend", backend, "--topology", topology, "--rx-lcores", "0-1", "--worker-lcores", "0-1", "--tx-lcores", "0",
-        "--on-full", "wait", "--depth", "256", "--burst", "16", "--duration", "2", "--stats-interval", "0",
+        "--backend",
+        backend,
+        "--topology",
+        topology,
+        "--rx-lcores",
+        "0-1",
+        "--worker-lcores",
+        "0-1",
+        "--tx-lcores",
+        "0",
+        "--on-full",
+        "wait",
+        "--depth",
+        "256",
+        "--burst",
+        "16",
+        "--duration",
+        "2",
+        "--stats-interval",
+        "0",
     ];
     app.extend_from_slice(extra);
     let run = run_tqfwd(&dir, &eal, &app, Duration::from_secs(60));
@@ -89,29 +131,54 @@ fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
         let q = p["rx_queues"].as_array().unwrap();
         assert_eq!(q.len(), 2, "two RX queues on port {port}");
         for (i, c) in q.iter().enumerate() {
-            assert_eq!(c.as_u64().unwrap(), FRAMES_PER_FILE as u64, "port {port} queue {i}");
+            assert_eq!(
+                c.as_u64().unwrap(),
+                FRAMES_PER_FILE as u64,
+                "port {port} queue {i}"
+            );
         }
     }
     // Both workers did work (flows were spread).
     let lcores = j["lcores"].as_array().unwrap();
     assert_eq!(lcores.len(), 2);
     for l in lcores {
-        assert!(l["worker_packets"].as_u64().unwrap() > 0, "worker on lcore {} idle", l["lcore"]);
+        assert!(
+            l["worker_packets"].as_u64().unwrap() > 0,
+            "worker on lcore {} idle",
+            l["lcore"]
+        );
     }
     // --latency: every stamped packet measured once at TX.
     if let Some(i) = extra.iter().position(|a| *a == "--latency") {
-        let sample: u64 = if extra.get(i + 1) == Some(&"--latency-sample") { extra[i + 2].parse().unwrap() } else { 1 };
+        let sample: u64 = if extra.get(i + 1) == Some(&"--latency-sample") {
+            extra[i + 2].parse().unwrap()
+        } else {
+            1
+        };
         let l = &j["latency_ns"];
         // Each RX lcore stamps 1 in `sample` of the packets it receives.
         let per_lcore = 2 * FRAMES_PER_FILE as u64;
-        assert_eq!(l["samples"].as_u64().unwrap(), 2 * (per_lcore / sample), "{}", run.describe());
-        let (p50, p99, max) = (l["p50"].as_f64().unwrap(), l["p99"].as_f64().unwrap(), l["max"].as_f64().unwrap());
-        assert!(p50 > 0.0 && p50 <= p99 && p99 <= max, "percentiles out of order: {l}");
+        assert_eq!(
+            l["samples"].as_u64().unwrap(),
+            2 * (per_lcore / sample),
+            "{}",
+            run.describe()
+        );
+        let (p50, p99, max) = (
+            l["p50"].as_f64().unwrap(),
+            l["p99"].as_f64().unwrap(),
+            l["max"].as_f64().unwrap(),
+        );
+        assert!(
+            p50 > 0.0 && p50 <= p99 && p99 <= max,
+            "percentiles out of order: {l}"
+        );
     } else {
         assert!(j.get("latency_ns").is_none());
     }
     for (port, out_port) in [(0usize, 1u8), (1, 0)] {
-        let out = pcap::read_all(dir.join(format!("out{out_port}.pcap"))).expect("read output pcap");
+        let out =
+            pcap::read_all(dir.join(format!("out{out_port}.pcap"))).expect("read output pcap");
         let mac = mac_bytes(j["ports"][out_port as usize]["mac"].as_str().unwrap());
         check_output(&out, &per_port_inputs[port], out_port, mac);
     }
@@ -151,11 +218,30 @@ fn odd_frames_forwarded_and_counted() {
     for round in 0..3u64 {
         for (i, (_, f, _)) in odd.iter().enumerate() {
             input.push(f.clone());
-            input.push(gen::udp_frame(&Flow::nth(i), i as u32, round, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC));
+            input.push(gen::udp_frame(
+                &Flow::nth(i),
+                i as u32,
+                round,
+                64,
+                gen::DEFAULT_SRC_MAC,
+                gen::DEFAULT_DST_MAC,
+            ));
         }
     }
     let vdevs = one_way_pcap_ports(&dir, &input);
-    let run = run_tqfwd(&dir, &eal_args("0-1", &vdevs), &["--on-full", "wait", "--duration", "1.5", "--stats-interval", "0"], Duration::from_secs(60));
+    let run = run_tqfwd(
+        &dir,
+        &eal_args("0-1", &vdevs),
+        &[
+            "--on-full",
+            "wait",
+            "--duration",
+            "1.5",
+            "--stats-interval",
+            "0",
+        ],
+        Duration::from_secs(60),
+    );
     assert_clean_end(&run);
     let j = run.json();
     let mut expect: HashMap<&str, u64> = HashMap::new();
@@ -164,13 +250,21 @@ fn odd_frames_forwarded_and_counted() {
     }
     *expect.entry("udp").or_default() += 3 * odd.len() as u64;
     for (class, n) in &expect {
-        assert_eq!(j["classes"][class].as_u64().unwrap(), *n, "class {class}\n{}", run.describe());
+        assert_eq!(
+            j["classes"][class].as_u64().unwrap(),
+            *n,
+            "class {class}\n{}",
+            run.describe()
+        );
     }
     let runts = expect.get("runt").copied().unwrap_or(0);
     assert!(runts >= 3, "the odd set has runts");
     assert_eq!(j["drops"]["runt"].as_u64().unwrap(), runts);
     assert_eq!(j["rx_packets"].as_u64().unwrap(), input.len() as u64);
-    assert_eq!(j["tx_packets"].as_u64().unwrap(), input.len() as u64 - runts);
+    assert_eq!(
+        j["tx_packets"].as_u64().unwrap(),
+        input.len() as u64 - runts
+    );
     // Every non-runt frame leaves port 1 once, in order, bytes after the MACs intact.
     let out = pcap::read_all(dir.join("out1.pcap")).unwrap();
     let forwarded: Vec<&Vec<u8>> = input.iter().filter(|f| f.len() >= 14).collect();
@@ -194,14 +288,35 @@ fn drops_counted(backend: &str) {
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),
-        &["--backend", backend, "--on-full", "drop", "--drop-after", "0", "--depth", "8", "--burst", "8", "--worker-cycles", "20000", "--duration", "2", "--stats-interval", "0"],
+        &[
+            "--backend",
+            backend,
+            "--on-full",
+            "drop",
+            "--drop-after",
+            "0",
+            "--depth",
+            "8",
+            "--burst",
+            "8",
+            "--worker-cycles",
+            "20000",
+            "--duration",
+            "2",
+            "--stats-interval",
+            "0",
+        ],
         Duration::from_secs(60),
     );
     assert_clean_end(&run);
     let j = run.json();
     assert_eq!(j["rx_packets"].as_u64().unwrap(), input.len() as u64);
     let dropped = j["drops"]["rx_handoff_full"].as_u64().unwrap();
-    assert!(dropped > 0, "a slowed worker behind an 8-packet queue must overflow\n{}", run.describe());
+    assert!(
+        dropped > 0,
+        "a slowed worker behind an 8-packet queue must overflow\n{}",
+        run.describe()
+    );
     let out = pcap::read_all(dir.join("out1.pcap")).unwrap();
     assert_eq!(out.len() as u64, j["tx_packets"].as_u64().unwrap());
     // What did get through kept per-flow order.
@@ -241,29 +356,72 @@ fn class_steers_to_dedicated_worker() {
             flow.dst_port = 8080;
             n_kv += 1;
         }
-        frames.push(gen::udp_frame(&flow, f as u32, (i / 40) as u64, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC));
+        frames.push(gen::udp_frame(
+            &flow,
+            f as u32,
+            (i / 40) as u64,
+            64,
+            gen::DEFAULT_SRC_MAC,
+            gen::DEFAULT_DST_MAC,
+        ));
     }
     let vdevs = one_way_pcap_ports(&dir, &frames);
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),
-        &["--worker-lcores", "0", "--class", "kv:udp,dst-port=8080:1", "--on-full", "wait", "--duration", "1.5", "--stats-interval", "0"],
+        &[
+            "--worker-lcores",
+            "0",
+            "--class",
+            "kv:udp,dst-port=8080:1",
+            "--on-full",
+            "wait",
+            "--duration",
+            "1.5",
+            "--stats-interval",
+            "0",
+        ],
         Duration::from_secs(60),
     );
     assert_clean_end(&run);
     let j = run.json();
-    assert_eq!(j["tx_packets"].as_u64().unwrap(), frames.len() as u64, "{}", run.describe());
+    assert_eq!(
+        j["tx_packets"].as_u64().unwrap(),
+        frames.len() as u64,
+        "{}",
+        run.describe()
+    );
     let classes = j["app_classes"].as_array().expect("app_classes");
     assert_eq!(classes.len(), 2);
     assert_eq!(classes[0]["name"], "default");
     assert_eq!(classes[1]["name"], "kv");
     assert_eq!(classes[1]["packets"].as_u64().unwrap(), n_kv);
-    assert_eq!(classes[0]["packets"].as_u64().unwrap(), frames.len() as u64 - n_kv);
-    assert_eq!(classes[1]["worker_lcores"]["1"].as_u64().unwrap(), n_kv, "kv handled only by lcore 1");
-    assert_eq!(classes[0]["worker_lcores"]["0"].as_u64().unwrap(), frames.len() as u64 - n_kv);
-    assert!(classes[1]["steering"][0].as_str().unwrap().contains("software"), "net_pcap has no rte_flow");
+    assert_eq!(
+        classes[0]["packets"].as_u64().unwrap(),
+        frames.len() as u64 - n_kv
+    );
+    assert_eq!(
+        classes[1]["worker_lcores"]["1"].as_u64().unwrap(),
+        n_kv,
+        "kv handled only by lcore 1"
+    );
+    assert_eq!(
+        classes[0]["worker_lcores"]["0"].as_u64().unwrap(),
+        frames.len() as u64 - n_kv
+    );
+    assert!(
+        classes[1]["steering"][0]
+            .as_str()
+            .unwrap()
+            .contains("software"),
+        "net_pcap has no rte_flow"
+    );
     let lcores = j["lcores"].as_array().unwrap();
-    let worker_of = |l: u64| lcores.iter().find(|x| x["lcore"] == l).unwrap()["worker_packets"].as_u64().unwrap();
+    let worker_of = |l: u64| {
+        lcores.iter().find(|x| x["lcore"] == l).unwrap()["worker_packets"]
+            .as_u64()
+            .unwrap()
+    };
     assert_eq!(worker_of(1), n_kv);
     assert_eq!(worker_of(0), frames.len() as u64 - n_kv);
     let out = pcap::read_all(dir.join("out1.pcap")).unwrap();
@@ -281,17 +439,41 @@ fn multi_queue_rx_with_rss_on_net_null() {
     let dir = scratch("rss");
     let run = run_tqfwd(
         &dir,
-        &eal_args("0-1", &["net_null0,size=64".to_string(), "net_null1,size=64".to_string()]),
-        &["--rx-lcores", "0-1", "--worker-lcores", "0-1", "--on-full", "wait", "--duration", "1", "--stats-interval", "0"],
+        &eal_args(
+            "0-1",
+            &[
+                "net_null0,size=64".to_string(),
+                "net_null1,size=64".to_string(),
+            ],
+        ),
+        &[
+            "--rx-lcores",
+            "0-1",
+            "--worker-lcores",
+            "0-1",
+            "--on-full",
+            "wait",
+            "--duration",
+            "1",
+            "--stats-interval",
+            "0",
+        ],
         Duration::from_secs(60),
     );
     assert_clean_end(&run);
-    assert!(run.stderr.contains("2 RX x") && run.stderr.contains("RSS on"), "{}", run.describe());
+    assert!(
+        run.stderr.contains("2 RX x") && run.stderr.contains("RSS on"),
+        "{}",
+        run.describe()
+    );
     let j = run.json();
     for p in 0..2 {
         let q = j["ports"][p]["rx_queues"].as_array().unwrap();
         assert_eq!(q.len(), 2);
-        assert!(q.iter().all(|c| c.as_u64().unwrap() > 0), "both queues of port {p} received: {q:?}");
+        assert!(
+            q.iter().all(|c| c.as_u64().unwrap() > 0),
+            "both queues of port {p} received: {q:?}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
 }

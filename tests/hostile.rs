@@ -49,24 +49,43 @@ fn set16(b: &mut [u8], at: usize, v: u16) {
 
 /// Valid and odd frames every mutation starts from.
 fn bases() -> Vec<(String, Vec<u8>)> {
-    let mut v: Vec<(String, Vec<u8>)> = gen::odd_frames().into_iter().map(|(l, f, _)| (l.to_string(), f)).collect();
+    let mut v: Vec<(String, Vec<u8>)> = gen::odd_frames()
+        .into_iter()
+        .map(|(l, f, _)| (l.to_string(), f))
+        .collect();
     for (i, len) in [64usize, 65, 128, 777, 1518].into_iter().enumerate() {
-        let f = gen::udp_frame(&Flow::nth(i), i as u32, 0, len, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC);
+        let f = gen::udp_frame(
+            &Flow::nth(i),
+            i as u32,
+            0,
+            len,
+            gen::DEFAULT_SRC_MAC,
+            gen::DEFAULT_DST_MAC,
+        );
         v.push((format!("udp_{len}"), f));
     }
     v
 }
 
 fn find<'a>(bases: &'a [(String, Vec<u8>)], label: &str) -> &'a [u8] {
-    &bases.iter().find(|(l, _)| l == label).unwrap_or_else(|| panic!("base {label} missing from gen::odd_frames()")).1
+    &bases
+        .iter()
+        .find(|(l, _)| l == label)
+        .unwrap_or_else(|| panic!("base {label} missing from gen::odd_frames()"))
+        .1
 }
 
 /// Fuzz regression frames: `tests/data/<what>.<class>.bin`.
 fn regression_frames() -> Vec<(PathBuf, Vec<u8>, FrameClass)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data");
     let mut v = Vec::new();
-    let Ok(rd) = std::fs::read_dir(&dir) else { return v };
-    let mut paths: Vec<PathBuf> = rd.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| p.extension().is_some_and(|e| e == "bin")).collect();
+    let Ok(rd) = std::fs::read_dir(&dir) else {
+        return v;
+    };
+    let mut paths: Vec<PathBuf> = rd
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "bin"))
+        .collect();
     paths.sort();
     for p in paths {
         let stem = p.file_stem().unwrap().to_string_lossy().into_owned();
@@ -74,7 +93,12 @@ fn regression_frames() -> Vec<(PathBuf, Vec<u8>, FrameClass)> {
         let class = FrameClass::ALL
             .into_iter()
             .find(|c| c.name() == class_name)
-            .unwrap_or_else(|| panic!("{}: name must end in .<class>.bin with a class of FrameClass::name()", p.display()));
+            .unwrap_or_else(|| {
+                panic!(
+                    "{}: name must end in .<class>.bin with a class of FrameClass::name()",
+                    p.display()
+                )
+            });
         v.push((p.clone(), std::fs::read(&p).unwrap(), class));
     }
     v
@@ -86,7 +110,13 @@ fn mutants() -> Vec<Mutant> {
     let mut rng = XorShift::new(SEED);
     let bases = bases();
     let mut out: Vec<Mutant> = Vec::new();
-    let mut push = |label: String, frame: Vec<u8>, expect: Option<FrameClass>| out.push(Mutant { label, frame, expect });
+    let mut push = |label: String, frame: Vec<u8>, expect: Option<FrameClass>| {
+        out.push(Mutant {
+            label,
+            frame,
+            expect,
+        })
+    };
 
     for (label, f) in &bases {
         push(format!("base {label}"), f.clone(), None);
@@ -103,7 +133,11 @@ fn mutants() -> Vec<Mutant> {
         let l3 = usize::from(info.l3_offset);
         let et = if l3 >= ETH { be16(f, l3 - 2) } else { 0 };
         let mut cuts: Vec<usize> = (1..f.len().min(97)).collect();
-        cuts.extend([f.len() / 2, f.len() - 1].into_iter().filter(|&c| c >= 97 && c < f.len()));
+        cuts.extend(
+            [f.len() / 2, f.len() - 1]
+                .into_iter()
+                .filter(|&c| c >= 97 && c < f.len()),
+        );
         for cut in cuts {
             let expect = if cut < ETH {
                 Some(Runt)
@@ -111,7 +145,9 @@ fn mutants() -> Vec<Mutant> {
                 Some(Malformed) // a VLAN tag cut short
             } else if l3 >= ETH && cut >= l3 && info.class == NonIp {
                 Some(NonIp) // non-IP is not looked into
-            } else if l3 >= ETH && ((et == 0x0800 && cut < l3 + 20) || (et == 0x86dd && cut < l3 + 40)) {
+            } else if l3 >= ETH
+                && ((et == 0x0800 && cut < l3 + 20) || (et == 0x86dd && cut < l3 + 40))
+            {
                 Some(Malformed) // IPv4 / IPv6 header cut short
             } else {
                 None
@@ -137,11 +173,26 @@ fn mutants() -> Vec<Mutant> {
             let bad = hl < 20 || hl > avail || hl > total;
             push(format!("{label} ihl {ihl}"), m, bad.then_some(Malformed));
         }
-        for tl in [0, 1, 19, hl - 1, hl, total - 1, total + 1, avail, avail + 1, 0xffff] {
+        for tl in [
+            0,
+            1,
+            19,
+            hl - 1,
+            hl,
+            total - 1,
+            total + 1,
+            avail,
+            avail + 1,
+            0xffff,
+        ] {
             let mut m = f.clone();
             set16(&mut m, l3 + 2, tl as u16);
             let bad = tl < hl || tl > avail;
-            push(format!("{label} total_length {tl}"), m, bad.then_some(Malformed));
+            push(
+                format!("{label} total_length {tl}"),
+                m,
+                bad.then_some(Malformed),
+            );
         }
         // Flags / fragment offset: DF, MF, offset 1, offset max.
         for frag in [0x4000u16, 0x2000, 0x0001, 0x1fff, 0xffff] {
@@ -184,7 +235,11 @@ fn mutants() -> Vec<Mutant> {
             let mut m = f.clone();
             set16(&mut m, l4 + 4, ul as u16);
             let bad = ul < 8 || ul > payload;
-            push(format!("{label} udp_length {ul}"), m, bad.then_some(Malformed));
+            push(
+                format!("{label} udp_length {ul}"),
+                m,
+                bad.then_some(Malformed),
+            );
         }
     }
 
@@ -195,10 +250,24 @@ fn mutants() -> Vec<Mutant> {
         if matches!(info.class, Udp | Tcp | OtherIp) && be16(f, l3 - 2) == 0x86dd {
             let avail = f.len() - l3 - 40;
             let orig = usize::from(be16(f, l3 + 4));
-            for pl in [0, 1, 7, 8, orig.saturating_sub(1), orig + 1, avail, avail + 1, 0xffff] {
+            for pl in [
+                0,
+                1,
+                7,
+                8,
+                orig.saturating_sub(1),
+                orig + 1,
+                avail,
+                avail + 1,
+                0xffff,
+            ] {
                 let mut m = f.clone();
                 set16(&mut m, l3 + 4, pl as u16);
-                push(format!("{label} payload_length {pl}"), m, (pl > avail).then_some(Malformed));
+                push(
+                    format!("{label} payload_length {pl}"),
+                    m,
+                    (pl > avail).then_some(Malformed),
+                );
             }
         }
         if info.class == Tcp {
@@ -264,7 +333,11 @@ fn mutants() -> Vec<Mutant> {
     for k in 0..20 {
         let mut m = big.clone();
         for _ in 0..1 + rng.below(4) {
-            let at = if k % 2 == 0 { rng.below(80) } else { rng.below(m.len()) };
+            let at = if k % 2 == 0 {
+                rng.below(80)
+            } else {
+                rng.below(m.len())
+            };
             m[at] ^= 1 << rng.below(8);
         }
         push(format!("1514 bit flips #{k}"), m, None);
@@ -276,7 +349,11 @@ fn mutants() -> Vec<Mutant> {
         let mut m: Vec<u8> = (0..len).map(|_| rng.next_u64() as u8).collect();
         set16(&mut m, 12, if k % 2 == 0 { 0x0800 } else { 0x86dd });
         if len > ETH {
-            m[ETH] = if k % 2 == 0 { 0x40 | (m[ETH] & 15) } else { 0x60 | (m[ETH] & 15) };
+            m[ETH] = if k % 2 == 0 {
+                0x40 | (m[ETH] & 15)
+            } else {
+                0x60 | (m[ETH] & 15)
+            };
         }
         push(format!("random ip #{k}"), m, None);
     }
@@ -287,7 +364,11 @@ fn mutants() -> Vec<Mutant> {
         let (label, f) = flippable[rng.below(flippable.len())];
         let mut m = f.clone();
         for _ in 0..1 + rng.below(4) {
-            let at = if rng.below(4) != 0 { rng.below(m.len().min(80)) } else { rng.below(m.len()) };
+            let at = if rng.below(4) != 0 {
+                rng.below(m.len().min(80))
+            } else {
+                rng.below(m.len())
+            };
             m[at] ^= 1 << rng.below(8);
         }
         push(format!("{label} bit flips #{k}"), m, None);
@@ -304,22 +385,42 @@ fn check_invariants(label: &str, f: &[u8]) -> FrameClass {
     use FrameClass::*;
     let i = wire::parse(f);
     assert_eq!(i, wire::parse(f), "{label}: parse not deterministic");
-    assert_eq!(wire::flow_hash(f), i.flow_hash, "{label}: flow_hash != parse().flow_hash");
+    assert_eq!(
+        wire::flow_hash(f),
+        i.flow_hash,
+        "{label}: flow_hash != parse().flow_hash"
+    );
     let (l3, l4) = (usize::from(i.l3_offset), usize::from(i.l4_offset));
-    assert!(l3 <= f.len() && l4 <= f.len(), "{label}: offsets {i:?} past a {}-byte frame", f.len());
+    assert!(
+        l3 <= f.len() && l4 <= f.len(),
+        "{label}: offsets {i:?} past a {}-byte frame",
+        f.len()
+    );
     assert!(i.vlan_tags <= 2, "{label}: {i:?}");
-    assert_eq!(i.class == Runt, f.len() < ETH, "{label}: {i:?} for {} bytes", f.len());
+    assert_eq!(
+        i.class == Runt,
+        f.len() < ETH,
+        "{label}: {i:?} for {} bytes",
+        f.len()
+    );
     if i.class == Runt {
         assert_eq!(i, wire::FrameInfo::RUNT, "{label}");
     } else if l3 == 0 {
-        assert_eq!(i.class, Malformed, "{label}: l3_offset 0 only for a cut VLAN tag: {i:?}");
+        assert_eq!(
+            i.class, Malformed,
+            "{label}: l3_offset 0 only for a cut VLAN tag: {i:?}"
+        );
     } else {
         assert_eq!(l3, ETH + 4 * usize::from(i.vlan_tags), "{label}: {i:?}");
     }
     match i.class {
         Udp | Tcp => {
             let need = if i.class == Udp { 8 } else { 20 };
-            assert!(l4 >= l3 + 20 && l4 + need <= f.len(), "{label}: L4 header out of the frame: {i:?}, {} bytes", f.len());
+            assert!(
+                l4 >= l3 + 20 && l4 + need <= f.len(),
+                "{label}: L4 header out of the frame: {i:?}, {} bytes",
+                f.len()
+            );
         }
         _ => assert_eq!(l4, 0, "{label}: l4_offset for {:?}", i.class),
     }
@@ -329,8 +430,16 @@ fn check_invariants(label: &str, f: &[u8]) -> FrameClass {
     assert_eq!(rewritten, f.len() >= ETH, "{label}");
     if rewritten {
         assert_eq!((&copy[..6], &copy[6..12]), (&dst[..], &src[..]), "{label}");
-        assert_eq!(&copy[12..], &f[12..], "{label}: rewrite touched bytes after the MACs");
-        assert_eq!(wire::parse(&copy).class, i.class, "{label}: class depends on the MACs");
+        assert_eq!(
+            &copy[12..],
+            &f[12..],
+            "{label}: rewrite touched bytes after the MACs"
+        );
+        assert_eq!(
+            wire::parse(&copy).class,
+            i.class,
+            "{label}: class depends on the MACs"
+        );
     } else {
         assert_eq!(copy, f, "{label}: a runt was written to");
     }
@@ -347,15 +456,25 @@ fn mutants_parse_invariants() {
         let class = check_invariants(&x.label, &x.frame);
         *per_class.entry(class.name()).or_default() += 1;
         if let Some(e) = x.expect {
-            assert_eq!(class, e, "{}: spec says {e:?}, parse says {class:?}\n{:02x?}", x.label, x.frame);
+            assert_eq!(
+                class, e,
+                "{}: spec says {e:?}, parse says {class:?}\n{:02x?}",
+                x.label, x.frame
+            );
             spec_checked += 1;
         }
     }
     // The set must reach every class, or it proves little.
     for c in FrameClass::ALL {
-        assert!(per_class.get(c.name()).copied().unwrap_or(0) >= 10, "class {c:?} barely reached: {per_class:?}");
+        assert!(
+            per_class.get(c.name()).copied().unwrap_or(0) >= 10,
+            "class {c:?} barely reached: {per_class:?}"
+        );
     }
-    eprintln!("{} mutants, {spec_checked} with a class from the spec, by class: {per_class:?}", m.len());
+    eprintln!(
+        "{} mutants, {spec_checked} with a class from the spec, by class: {per_class:?}",
+        m.len()
+    );
 }
 
 #[test]
@@ -379,13 +498,30 @@ fn through_pipeline(backend: &str) {
     let empty = dir.join("empty.pcap");
     pcap::write_all(&empty, Vec::<Vec<u8>>::new()).unwrap();
     let vdevs = vec![
-        format!("net_pcap0,rx_pcap={},tx_pcap={}", in_path.display(), dir.join("out0.pcap").display()),
-        format!("net_pcap1,rx_pcap={},tx_pcap={}", empty.display(), dir.join("out1.pcap").display()),
+        format!(
+            "net_pcap0,rx_pcap={},tx_pcap={}",
+            in_path.display(),
+            dir.join("out0.pcap").display()
+        ),
+        format!(
+            "net_pcap1,rx_pcap={},tx_pcap={}",
+            empty.display(),
+            dir.join("out1.pcap").display()
+        ),
     ];
     let run = run_tqfwd(
         &dir,
         &eal_args("0-1", &vdevs),
-        &["--backend", backend, "--on-full", "wait", "--duration", "2", "--stats-interval", "0"],
+        &[
+            "--backend",
+            backend,
+            "--on-full",
+            "wait",
+            "--duration",
+            "2",
+            "--stats-interval",
+            "0",
+        ],
         Duration::from_secs(60),
     );
     assert_clean_end(&run);
@@ -399,23 +535,62 @@ fn through_pipeline(backend: &str) {
     let runts = frames.iter().filter(|f| f.len() < ETH).count() as u64;
     let n = frames.len() as u64;
     assert_eq!(j["rx_packets"].as_u64().unwrap(), n, "{}", run.describe());
-    assert_eq!(j["drops"]["runt"].as_u64().unwrap(), runts, "{}", run.describe());
-    assert_eq!(j["drops_total"].as_u64().unwrap(), runts, "only runts may be dropped\n{}", run.describe());
-    assert_eq!(j["tx_packets"].as_u64().unwrap(), n - runts, "{}", run.describe());
+    assert_eq!(
+        j["drops"]["runt"].as_u64().unwrap(),
+        runts,
+        "{}",
+        run.describe()
+    );
+    assert_eq!(
+        j["drops_total"].as_u64().unwrap(),
+        runts,
+        "only runts may be dropped\n{}",
+        run.describe()
+    );
+    assert_eq!(
+        j["tx_packets"].as_u64().unwrap(),
+        n - runts,
+        "{}",
+        run.describe()
+    );
     for (class, count) in &expect {
-        assert_eq!(j["classes"][class].as_u64().unwrap(), *count, "class {class}\n{}", run.describe());
+        assert_eq!(
+            j["classes"][class].as_u64().unwrap(),
+            *count,
+            "class {class}\n{}",
+            run.describe()
+        );
     }
 
     let out0 = pcap::read_all(dir.join("out0.pcap")).unwrap();
-    assert!(out0.is_empty(), "{} frames came back out of port 0", out0.len());
+    assert!(
+        out0.is_empty(),
+        "{} frames came back out of port 0",
+        out0.len()
+    );
     let out = pcap::read_all(dir.join("out1.pcap")).unwrap();
     let fwd: Vec<&Mutant> = m.iter().filter(|x| x.frame.len() >= ETH).collect();
     assert_eq!(out.len(), fwd.len(), "frames out of port 1");
     let mac1 = mac_bytes(j["ports"][1]["mac"].as_str().unwrap());
     for (k, (o, i)) in out.iter().zip(&fwd).enumerate() {
-        assert_eq!(o.data.len(), i.frame.len(), "frame {k} ({}) changed length", i.label);
-        assert_eq!(&o.data[12..], &i.frame[12..], "frame {k} ({}) changed after the MACs, or out of order", i.label);
-        assert_eq!(&o.data[0..6], &[2, 0, 0, 0, 0, 1], "frame {k} ({}) dst MAC", i.label);
+        assert_eq!(
+            o.data.len(),
+            i.frame.len(),
+            "frame {k} ({}) changed length",
+            i.label
+        );
+        assert_eq!(
+            &o.data[12..],
+            &i.frame[12..],
+            "frame {k} ({}) changed after the MACs, or out of order",
+            i.label
+        );
+        assert_eq!(
+            &o.data[0..6],
+            &[2, 0, 0, 0, 0, 1],
+            "frame {k} ({}) dst MAC",
+            i.label
+        );
         assert_eq!(&o.data[6..12], &mac1, "frame {k} ({}) src MAC", i.label);
     }
     let _ = std::fs::remove_dir_all(&dir);
@@ -439,7 +614,11 @@ fn mutants_through_pipeline_ring() {
 #[ignore = "writes fuzz/corpus; run by hand when the generators change"]
 fn write_fuzz_seed_corpus() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/corpus");
-    let name = |s: &str| s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect::<String>();
+    let name = |s: &str| {
+        s.chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect::<String>()
+    };
     let parse_dir = root.join("parse");
     let _ = std::fs::remove_dir_all(&parse_dir);
     std::fs::create_dir_all(&parse_dir).unwrap();
@@ -447,29 +626,45 @@ fn write_fuzz_seed_corpus() {
     let mut n = 0;
     for (k, x) in m.iter().enumerate() {
         if x.label.starts_with("base ") || k % 50 == 0 {
-            std::fs::write(parse_dir.join(format!("{k:04}-{}", name(&x.label))), &x.frame).unwrap();
+            std::fs::write(
+                parse_dir.join(format!("{k:04}-{}", name(&x.label))),
+                &x.frame,
+            )
+            .unwrap();
             n += 1;
         }
     }
     let pcap_dir = root.join("pcap_reader");
     let _ = std::fs::remove_dir_all(&pcap_dir);
     std::fs::create_dir_all(&pcap_dir).unwrap();
-    let frames: Vec<Vec<u8>> = gen::odd_frames().into_iter().map(|(_, f, _)| f).take(5).chain([Vec::new()]).collect();
+    let frames: Vec<Vec<u8>> = gen::odd_frames()
+        .into_iter()
+        .map(|(_, f, _)| f)
+        .take(5)
+        .chain([Vec::new()])
+        .collect();
     let mut w = pcap::PcapWriter::new(Vec::new()).unwrap();
     for (i, f) in frames.iter().enumerate() {
-        w.write_packet(1_700_000_000_000_000_000 + i as u64 * 1_000, f).unwrap();
+        w.write_packet(1_700_000_000_000_000_000 + i as u64 * 1_000, f)
+            .unwrap();
     }
     let le = w.into_inner();
     // The same file big-endian, and with the nanosecond magic.
     let swap = |b: &[u8], nanos: bool| {
         let mut out = Vec::new();
-        let magic: u32 = if nanos { pcap::MAGIC_NSEC } else { pcap::MAGIC_USEC };
+        let magic: u32 = if nanos {
+            pcap::MAGIC_NSEC
+        } else {
+            pcap::MAGIC_USEC
+        };
         out.extend_from_slice(&magic.to_be_bytes());
         out.extend_from_slice(&u16::from_le_bytes([b[4], b[5]]).to_be_bytes());
         out.extend_from_slice(&u16::from_le_bytes([b[6], b[7]]).to_be_bytes());
         let mut pos = 8;
         for _ in 0..4 {
-            out.extend_from_slice(&u32::from_le_bytes(b[pos..pos + 4].try_into().unwrap()).to_be_bytes());
+            out.extend_from_slice(
+                &u32::from_le_bytes(b[pos..pos + 4].try_into().unwrap()).to_be_bytes(),
+            );
             pos += 4;
         }
         while pos < b.len() {
@@ -497,5 +692,9 @@ fn write_fuzz_seed_corpus() {
     for (label, b) in &files {
         std::fs::write(pcap_dir.join(label), b).unwrap();
     }
-    eprintln!("wrote {n} parse seeds and {} pcap seeds under {}", files.len(), root.display());
+    eprintln!(
+        "wrote {n} parse seeds and {} pcap seeds under {}",
+        files.len(),
+        root.display()
+    );
 }

@@ -14,22 +14,43 @@ fn u(j: &serde_json::Value, k: &str) -> u64 {
 }
 
 fn lcore_field(j: &serde_json::Value, lcore: u64, k: &str) -> u64 {
-    j["lcores"].as_array().unwrap().iter().find(|l| l["lcore"] == lcore).unwrap_or_else(|| panic!("lcore {lcore}"))[k].as_u64().unwrap()
+    j["lcores"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["lcore"] == lcore)
+        .unwrap_or_else(|| panic!("lcore {lcore}"))[k]
+        .as_u64()
+        .unwrap()
 }
 
 fn null_ports() -> Vec<String> {
-    vec!["net_null0,size=64".to_string(), "net_null1,size=64".to_string()]
+    vec![
+        "net_null0,size=64".to_string(),
+        "net_null1,size=64".to_string(),
+    ]
 }
 
 /// Two `net_pcap` ports replaying 256 UDP flows forever (TX discarded), so
 /// the 5-tuple hash spreads them over every worker.
 fn replay_ports(dir: &std::path::Path) -> Vec<String> {
     let frames: Vec<Vec<u8>> = (0..4096usize)
-        .map(|i| gen::udp_frame(&Flow::nth(i % 256), (i % 256) as u32, (i / 256) as u64, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC))
+        .map(|i| {
+            gen::udp_frame(
+                &Flow::nth(i % 256),
+                (i % 256) as u32,
+                (i / 256) as u64,
+                64,
+                gen::DEFAULT_SRC_MAC,
+                gen::DEFAULT_DST_MAC,
+            )
+        })
         .collect();
     let p = dir.join("flows.pcap");
     tqfwd::pcap::write_all(&p, &frames).expect("write pcap");
-    (0..2).map(|i| format!("net_pcap{i},rx_pcap={},infinite_rx=1", p.display())).collect()
+    (0..2)
+        .map(|i| format!("net_pcap{i},rx_pcap={},infinite_rx=1", p.display()))
+        .collect()
 }
 
 /// EAL arguments for three lcores on the two CPUs: main lcore 0 on CPU 0,
@@ -55,19 +76,43 @@ fn overload_is_shed_before_rx() {
         let run = run_tqfwd(
             &dir,
             &eal_args("0-1", &null_ports()),
-            &["--backend", backend, "--duration", "2", "--stats-interval", "0"],
+            &[
+                "--backend",
+                backend,
+                "--duration",
+                "2",
+                "--stats-interval",
+                "0",
+            ],
             Duration::from_secs(60),
         );
         assert_clean_end(&run);
         let j = run.json();
         let (rx, drops) = (u(j, "rx_packets"), u(j, "drops_total"));
-        assert!(rx > 1_000_000, "{backend}: {rx} received\n{}", run.describe());
-        assert!(drops * 100 <= rx, "{backend}: {drops} of {rx} received packets dropped after RX (> 1 %)\n{}", run.describe());
+        assert!(
+            rx > 1_000_000,
+            "{backend}: {rx} received\n{}",
+            run.describe()
+        );
+        assert!(
+            drops * 100 <= rx,
+            "{backend}: {drops} of {rx} received packets dropped after RX (> 1 %)\n{}",
+            run.describe()
+        );
 
         let eager = run_tqfwd(
             &dir,
             &eal_args("0-1", &null_ports()),
-            &["--backend", backend, "--drop-after", "0", "--duration", "2", "--stats-interval", "0"],
+            &[
+                "--backend",
+                backend,
+                "--drop-after",
+                "0",
+                "--duration",
+                "2",
+                "--stats-interval",
+                "0",
+            ],
             Duration::from_secs(60),
         );
         assert_clean_end(&eager);
@@ -106,19 +151,47 @@ fn stalled_worker_does_not_stop_the_others_in_drop_mode() {
             "0",
         ]
     };
-    let drop = run_tqfwd(&dir, &three_lcores(&vdevs), &app("drop"), Duration::from_secs(60));
+    let drop = run_tqfwd(
+        &dir,
+        &three_lcores(&vdevs),
+        &app("drop"),
+        Duration::from_secs(60),
+    );
     assert_clean_end(&drop);
     let j = drop.json();
-    let (healthy, stalled) = (lcore_field(j, 1, "worker_packets"), lcore_field(j, 2, "worker_packets"));
+    let (healthy, stalled) = (
+        lcore_field(j, 1, "worker_packets"),
+        lcore_field(j, 2, "worker_packets"),
+    );
     let dropped = j["drops"]["rx_handoff_full"].as_u64().unwrap();
-    assert!(healthy > 200_000, "drop mode: the healthy worker forwarded only {healthy}\n{}", drop.describe());
-    assert!(dropped > 0, "drop mode: the stalled worker's packets were not dropped\n{}", drop.describe());
+    assert!(
+        healthy > 200_000,
+        "drop mode: the healthy worker forwarded only {healthy}\n{}",
+        drop.describe()
+    );
+    assert!(
+        dropped > 0,
+        "drop mode: the stalled worker's packets were not dropped\n{}",
+        drop.describe()
+    );
     // What the stalled worker handled: one burst before the stall, then at
     // shutdown what its queue held.
-    assert!(stalled <= 4096, "the stalled worker handled {stalled}\n{}", drop.describe());
-    assert!(healthy > 20 * stalled.max(1), "healthy {healthy} vs stalled {stalled}");
+    assert!(
+        stalled <= 4096,
+        "the stalled worker handled {stalled}\n{}",
+        drop.describe()
+    );
+    assert!(
+        healthy > 20 * stalled.max(1),
+        "healthy {healthy} vs stalled {stalled}"
+    );
 
-    let wait = run_tqfwd(&dir, &three_lcores(&vdevs), &app("wait"), Duration::from_secs(60));
+    let wait = run_tqfwd(
+        &dir,
+        &three_lcores(&vdevs),
+        &app("wait"),
+        Duration::from_secs(60),
+    );
     assert_clean_end(&wait);
     let j = wait.json();
     assert_eq!(u(j, "drops_total"), 0, "{}", wait.describe());
@@ -137,14 +210,32 @@ fn rx_rate_is_honoured() {
         let run = run_tqfwd(
             &dir,
             &eal_args("0-1", &null_ports()),
-            &["--backend", backend, "--rx-rate", "1", "--duration", "2", "--stats-interval", "0"],
+            &[
+                "--backend",
+                backend,
+                "--rx-rate",
+                "1",
+                "--duration",
+                "2",
+                "--stats-interval",
+                "0",
+            ],
             Duration::from_secs(60),
         );
         assert_clean_end(&run);
         let j = run.json();
         let mpps = j["rx_mpps"].as_f64().unwrap();
-        assert!((mpps - 1.0).abs() <= 0.05, "{backend}: --rx-rate 1 gave {mpps} Mpps\n{}", run.describe());
-        assert_eq!(u(j, "drops_total"), 0, "{backend}: drops below capacity\n{}", run.describe());
+        assert!(
+            (mpps - 1.0).abs() <= 0.05,
+            "{backend}: --rx-rate 1 gave {mpps} Mpps\n{}",
+            run.describe()
+        );
+        assert_eq!(
+            u(j, "drops_total"),
+            0,
+            "{backend}: drops below capacity\n{}",
+            run.describe()
+        );
         assert_eq!(u(j, "rx_packets"), u(j, "tx_packets"));
         let _ = std::fs::remove_dir_all(&dir);
     }
@@ -181,7 +272,12 @@ fn depth_holds_packets_at_small_bursts() {
         assert_clean_end(&run);
         let j = run.json();
         assert!(u(j, "rx_packets") > 20_000, "{}", run.describe());
-        assert_eq!(u(j, "drops_total"), 0, "{backend}: --depth 2048 did not hold a 20 ms stall at 50 kpps\n{}", run.describe());
+        assert_eq!(
+            u(j, "drops_total"),
+            0,
+            "{backend}: --depth 2048 did not hold a 20 ms stall at 50 kpps\n{}",
+            run.describe()
+        );
         let _ = std::fs::remove_dir_all(&dir);
     }
 }

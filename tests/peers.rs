@@ -50,13 +50,32 @@ fn nic_tx(text: &str) -> Vec<u64> {
 fn testpmd(prefix: &str, main_lcore: u32, socket: &Path, mode: &[&str]) -> Command {
     let mut c = Command::new("stdbuf");
     c.args(["-oL", "-eL", "dpdk-testpmd"]);
-    c.args(["-l", "0-1", "--main-lcore", &main_lcore.to_string(), "--no-pci", "--file-prefix", prefix]);
+    c.args([
+        "-l",
+        "0-1",
+        "--main-lcore",
+        &main_lcore.to_string(),
+        "--no-pci",
+        "--file-prefix",
+        prefix,
+    ]);
     // testpmd's default pool is sized for many ports; 8192 mbufs fit 128 MB.
     c.args(mem_args_mb(128));
-    c.arg(format!("--vdev=net_memif0,role=client,socket={},socket-abstract=no,id=0", socket.display()));
+    c.arg(format!(
+        "--vdev=net_memif0,role=client,socket={},socket-abstract=no,id=0",
+        socket.display()
+    ));
     c.arg("--");
     c.args(mode);
-    c.args(["-i", "--auto-start", "--total-num-mbufs=8192", "--nb-cores=1", "--rxq=1", "--txq=1", "--no-mlockall"]);
+    c.args([
+        "-i",
+        "--auto-start",
+        "--total-num-mbufs=8192",
+        "--nb-cores=1",
+        "--rxq=1",
+        "--txq=1",
+        "--no-mlockall",
+    ]);
     c
 }
 
@@ -65,7 +84,10 @@ fn testpmd(prefix: &str, main_lcore: u32, socket: &Path, mode: &[&str]) -> Comma
 fn port_stats(p: &mut Proc) -> (u64, u64) {
     let before = nic_rx(&p.text()).len();
     p.send_line("show port stats 0");
-    p.wait_until("port stats", Duration::from_secs(10), |t| nic_rx(t).len() > before && nic_tx(t).len() > before).unwrap();
+    p.wait_until("port stats", Duration::from_secs(10), |t| {
+        nic_rx(t).len() > before && nic_tx(t).len() > before
+    })
+    .unwrap();
     let t = p.text();
     (*nic_rx(&t).last().unwrap(), *nic_tx(&t).last().unwrap())
 }
@@ -77,19 +99,36 @@ fn stop_forwarding(p: &mut Proc) -> (u64, u64) {
     let before = p.text().matches(key).count();
     p.send_line("stop");
     p.wait_until("forward statistics", Duration::from_secs(10), |t| {
-        t.matches(key).count() > before && t.rsplit(key).next().map(|tail| tail.contains("TX-packets:")).unwrap_or(false)
+        t.matches(key).count() > before
+            && t.rsplit(key)
+                .next()
+                .map(|tail| tail.contains("TX-packets:"))
+                .unwrap_or(false)
     })
     .unwrap();
     let t = p.text();
     let tail = t.rsplit(key).next().unwrap();
-    let rx = counter_values(tail, "RX-packets:", "RX-dropped:").first().copied().unwrap();
-    let tx = counter_values(tail, "TX-packets:", "TX-dropped:").first().copied().unwrap();
+    let rx = counter_values(tail, "RX-packets:", "RX-dropped:")
+        .first()
+        .copied()
+        .unwrap();
+    let tx = counter_values(tail, "TX-packets:", "TX-dropped:")
+        .first()
+        .copied()
+        .unwrap();
     (rx, tx)
 }
 
 fn tqfwd_cmd(prefix: &str, vdevs: &[String], app: &[&str], json: &Path) -> Command {
     let mut c = Command::new(bin());
-    c.args(["-l", "0-1", "--no-pci", "--log-level=lib.eal:warning", "--file-prefix", prefix]);
+    c.args([
+        "-l",
+        "0-1",
+        "--no-pci",
+        "--log-level=lib.eal:warning",
+        "--file-prefix",
+        prefix,
+    ]);
     c.args(mem_args_mb(256));
     for v in vdevs {
         c.arg(format!("--vdev={v}"));
@@ -108,8 +147,16 @@ fn finish_tqfwd(tq: &mut Proc, json: &Path, started: Instant) -> Run {
             panic!("tqfwd did not exit within 20 s of SIGINT\n{}", tq.text());
         }
     };
-    let json = std::fs::read_to_string(json).ok().map(|s| serde_json::from_str(&s).expect("valid JSON"));
-    Run { status, stdout: tq.text(), stderr: String::new(), json, elapsed: started.elapsed() }
+    let json = std::fs::read_to_string(json)
+        .ok()
+        .map(|s| serde_json::from_str(&s).expect("valid JSON"));
+    Run {
+        status,
+        stdout: tq.text(),
+        stderr: String::new(),
+        json,
+        elapsed: started.elapsed(),
+    }
 }
 
 /// testpmd generator → memif → tqfwd → memif → testpmd sink, started and
@@ -127,7 +174,12 @@ impl MemifChain {
     fn start(test: &str, app: &[&str]) -> Option<MemifChain> {
         for tool in ["dpdk-testpmd", "stdbuf"] {
             if !have_command(tool) {
-                skip_test(test, &format!("`{tool}` not found (scripts/install-deps.sh installs the `dpdk` package)"));
+                skip_test(
+                    test,
+                    &format!(
+                        "`{tool}` not found (scripts/install-deps.sh installs the `dpdk` package)"
+                    ),
+                );
                 return None;
             }
         }
@@ -136,20 +188,57 @@ impl MemifChain {
         let sink_sock = dir.join("sink.sock");
         let json_path = dir.join("stats.json");
         let vdevs = vec![
-            format!("net_memif0,role=server,socket={},socket-abstract=no,id=0", gen_sock.display()),
-            format!("net_memif1,role=server,socket={},socket-abstract=no,id=0", sink_sock.display()),
+            format!(
+                "net_memif0,role=server,socket={},socket-abstract=no,id=0",
+                gen_sock.display()
+            ),
+            format!(
+                "net_memif1,role=server,socket={},socket-abstract=no,id=0",
+                sink_sock.display()
+            ),
         ];
-        let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, app, &json_path));
+        let mut tq = Proc::spawn(
+            "tqfwd",
+            &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, app, &json_path),
+        );
         // memif servers create their listening sockets when the ports probe.
-        tq.wait_until("memif sockets", Duration::from_secs(20), |_| gen_sock.exists() && sink_sock.exists()).unwrap();
-        let mut sink = Proc::spawn_interactive("sink testpmd", &mut testpmd(&unique_name("tqsink"), 1, &sink_sock, &["--forward-mode=rxonly"]));
-        sink.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
+        tq.wait_until("memif sockets", Duration::from_secs(20), |_| {
+            gen_sock.exists() && sink_sock.exists()
+        })
+        .unwrap();
+        let mut sink = Proc::spawn_interactive(
+            "sink testpmd",
+            &mut testpmd(
+                &unique_name("tqsink"),
+                1,
+                &sink_sock,
+                &["--forward-mode=rxonly"],
+            ),
+        );
+        sink.wait_until("forwarding start", Duration::from_secs(30), |t| {
+            t.contains("packet forwarding - ports=")
+        })
+        .unwrap();
         let mut gen = Proc::spawn_interactive(
             "generator testpmd",
-            &mut testpmd(&unique_name("tqgen"), 0, &gen_sock, &["--forward-mode=txonly", "--txpkts=64"]),
+            &mut testpmd(
+                &unique_name("tqgen"),
+                0,
+                &gen_sock,
+                &["--forward-mode=txonly", "--txpkts=64"],
+            ),
         );
-        gen.wait_until("forwarding start", Duration::from_secs(30), |t| t.contains("packet forwarding - ports=")).unwrap();
-        Some(MemifChain { dir, json_path, tq, sink, gen })
+        gen.wait_until("forwarding start", Duration::from_secs(30), |t| {
+            t.contains("packet forwarding - ports=")
+        })
+        .unwrap();
+        Some(MemifChain {
+            dir,
+            json_path,
+            tq,
+            sink,
+            gen,
+        })
     }
 }
 
@@ -173,8 +262,24 @@ fn memif_chain(backend: &str) {
     let _g = serial();
     let test = format!("memif_testpmd_chain_{backend}");
     let t0 = Instant::now();
-    let app = ["--backend", backend, "--stats-interval", "1", "--link-timeout", "10"];
-    let Some(MemifChain { dir, json_path, mut tq, mut sink, mut gen }) = MemifChain::start(&test, &app) else { return };
+    let app = [
+        "--backend",
+        backend,
+        "--stats-interval",
+        "1",
+        "--link-timeout",
+        "10",
+    ];
+    let Some(MemifChain {
+        dir,
+        json_path,
+        mut tq,
+        mut sink,
+        mut gen,
+    }) = MemifChain::start(&test, &app)
+    else {
+        return;
+    };
     let traffic_start = Instant::now();
 
     // Traffic for at least 2 s and until the sink has seen some of it.
@@ -206,7 +311,11 @@ fn memif_chain(backend: &str) {
             break;
         }
         last = rx;
-        assert!(settle.elapsed() < Duration::from_secs(20), "the sink's count never settled\n{}", sink.text());
+        assert!(
+            settle.elapsed() < Duration::from_secs(20),
+            "the sink's count never settled\n{}",
+            sink.text()
+        );
     }
     // 3. The sink's count, read while it is still connected.
     let (sink_rx, _) = stop_forwarding(&mut sink);
@@ -229,7 +338,15 @@ fn memif_chain(backend: &str) {
     let context = format!(
         "generator TX {gen_tx}, sink RX {sink_rx}\n{}\n--- sink (tail) ---\n{}",
         run.describe(),
-        sink.text().lines().rev().take(30).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n")
+        sink.text()
+            .lines()
+            .rev()
+            .take(30)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect::<Vec<_>>()
+            .join("\n")
     );
     assert_clean_end(&run);
     let j = run.json();
@@ -237,10 +354,19 @@ fn memif_chain(backend: &str) {
     let port0_rx = j["ports"][0]["rx_packets"].as_u64().unwrap();
     let port1_tx = j["ports"][1]["tx_packets"].as_u64().unwrap();
     assert!(port1_tx > 0, "tqfwd forwarded nothing\n{context}");
-    assert_eq!(sink_rx, port1_tx, "sink RX != tqfwd port 1 tx_packets\n{context}");
+    assert_eq!(
+        sink_rx, port1_tx,
+        "sink RX != tqfwd port 1 tx_packets\n{context}"
+    );
     // The generator stopped with its link up, so tqfwd read all it sent.
-    assert_eq!(port0_rx, gen_tx, "tqfwd port 0 rx_packets != generator TX\n{context}");
-    assert_eq!(j["ports"][0]["tx_packets"], 0, "nothing comes back from the rxonly sink\n{context}");
+    assert_eq!(
+        port0_rx, gen_tx,
+        "tqfwd port 0 rx_packets != generator TX\n{context}"
+    );
+    assert_eq!(
+        j["ports"][0]["tx_packets"], 0,
+        "nothing comes back from the rxonly sink\n{context}"
+    );
     let _ = std::fs::remove_dir_all(&dir);
     eprintln!(
         "{test}: generator {gen_tx}, tqfwd rx {port0_rx} tx {port1_tx}, sink {sink_rx}, {:.1} s; {}",
@@ -308,7 +434,9 @@ fn kernel_peer(backend: &str) {
     let _g = serial();
     let test = format!("kernel_udp_af_packet_{backend}");
     let t0 = Instant::now();
-    let Some(ns) = kernel_namespaces(&test) else { return };
+    let Some(ns) = kernel_namespaces(&test) else {
+        return;
+    };
     let dir = scratch(&format!("kernel-{backend}"));
     let json_path = dir.join("stats.json");
     // framecnt=4096 (default 512): the kernel fans a flow out to another
@@ -323,30 +451,77 @@ fn kernel_peer(backend: &str) {
     let peer0 = format!("0={MAC_A}");
     let peer1 = format!("1={MAC_B}");
     let app = [
-        "--backend", backend, "--rx-lcores", "0-1", "--worker-lcores", "0-1", "--tx-lcores", "0", "--on-full", "wait",
-        "--peer-mac", &peer0, "--peer-mac", &peer1, "--stats-interval", "1", "--link-timeout", "5",
+        "--backend",
+        backend,
+        "--rx-lcores",
+        "0-1",
+        "--worker-lcores",
+        "0-1",
+        "--tx-lcores",
+        "0",
+        "--on-full",
+        "wait",
+        "--peer-mac",
+        &peer0,
+        "--peer-mac",
+        &peer1,
+        "--stats-interval",
+        "1",
+        "--link-timeout",
+        "5",
     ];
-    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path));
+    let mut tq = Proc::spawn(
+        "tqfwd",
+        &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path),
+    );
     // Forwarding starts once both links are up (the veths are): wait for
     // its "forwarding: …" log line, or past --link-timeout at the latest.
     let spawned = Instant::now();
-    tq.wait_until("forwarding", Duration::from_secs(20), |t| t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6))
-        .unwrap();
+    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
+        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
+    })
+    .unwrap();
 
     let expect = DATAGRAMS.to_string();
     let mut recv = Proc::spawn(
         "udp receiver",
-        ns.exec_prio(&ns.b, peer_bin()).args(["recv", "--bind", "10.77.0.2:9000", "--expect", &expect, "--timeout", "30"]),
+        ns.exec_prio(&ns.b, peer_bin()).args([
+            "recv",
+            "--bind",
+            "10.77.0.2:9000",
+            "--expect",
+            &expect,
+            "--timeout",
+            "30",
+        ]),
     );
-    recv.wait_until("listening", Duration::from_secs(10), |t| t.contains("listening on")).unwrap();
+    recv.wait_until("listening", Duration::from_secs(10), |t| {
+        t.contains("listening on")
+    })
+    .unwrap();
     // One warm-up datagram resolves ARP (through tqfwd) before the counted ones.
     let flows = FLOWS.to_string();
     let send = ns
         .exec_prio(&ns.a, peer_bin())
-        .args(["send", "--dst", "10.77.0.2:9000", "--flows", &flows, "--count", &expect, "--src-port-base", "40000", "--pps", PPS, "--warmup-ms", "500"])
+        .args([
+            "send",
+            "--dst",
+            "10.77.0.2:9000",
+            "--flows",
+            &flows,
+            "--count",
+            &expect,
+            "--src-port-base",
+            "40000",
+            "--pps",
+            PPS,
+            "--warmup-ms",
+            "500",
+        ])
         .output()
         .expect("run sender");
-    let send_text = String::from_utf8_lossy(&send.stdout).into_owned() + &String::from_utf8_lossy(&send.stderr);
+    let send_text =
+        String::from_utf8_lossy(&send.stdout).into_owned() + &String::from_utf8_lossy(&send.stderr);
     let recv_status = recv.wait_exit(Duration::from_secs(40));
     tq.signal("INT");
     let run = finish_tqfwd(&mut tq, &json_path, t0);
@@ -370,7 +545,10 @@ fn kernel_peer(backend: &str) {
     assert_eq!(r["order_violations"], 0, "in order per flow\n{context}");
     assert_eq!(r["foreign"], 0, "{context}");
     assert_eq!(r["flows"], FLOWS, "{context}");
-    assert_eq!(r["warmup"], 1, "the warm-up datagram went through too\n{context}");
+    assert_eq!(
+        r["warmup"], 1,
+        "the warm-up datagram went through too\n{context}"
+    );
 
     assert_clean_end(&run);
     let j = run.json();
@@ -378,19 +556,44 @@ fn kernel_peer(backend: &str) {
     // Port 0 (facing the sender) received every datagram plus the warm-up,
     // on both of its RX queues (kernel PACKET_FANOUT_HASH by flow).
     let p0 = &j["ports"][0];
-    let q: Vec<u64> = p0["rx_queues"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let q: Vec<u64> = p0["rx_queues"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
     assert_eq!(q.len(), 2, "two RX queues on port 0\n{context}");
-    assert!(q.iter().all(|&n| n > 0), "kernel fanout left an RX queue of port 0 idle: {q:?}\n{context}");
-    assert_eq!(q.iter().sum::<u64>(), p0["rx_packets"].as_u64().unwrap(), "{context}");
+    assert!(
+        q.iter().all(|&n| n > 0),
+        "kernel fanout left an RX queue of port 0 idle: {q:?}\n{context}"
+    );
+    assert_eq!(
+        q.iter().sum::<u64>(),
+        p0["rx_packets"].as_u64().unwrap(),
+        "{context}"
+    );
     assert!(p0["rx_packets"].as_u64().unwrap() > DATAGRAMS, "{context}");
-    assert!(j["ports"][1]["tx_packets"].as_u64().unwrap() > DATAGRAMS, "{context}");
-    assert!(j["classes"]["udp"].as_u64().unwrap() > DATAGRAMS, "{context}");
+    assert!(
+        j["ports"][1]["tx_packets"].as_u64().unwrap() > DATAGRAMS,
+        "{context}"
+    );
+    assert!(
+        j["classes"]["udp"].as_u64().unwrap() > DATAGRAMS,
+        "{context}"
+    );
     // Both RX lcores polled traffic.
     for l in j["lcores"].as_array().unwrap() {
-        assert!(l["rx_packets"].as_u64().unwrap() > 0, "RX lcore {} idle\n{context}", l["lcore"]);
+        assert!(
+            l["rx_packets"].as_u64().unwrap() > 0,
+            "RX lcore {} idle\n{context}",
+            l["lcore"]
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
-    eprintln!("{test}: {DATAGRAMS} datagrams in {FLOWS} flows, port 0 RX queues {q:?}, {:.1} s", t0.elapsed().as_secs_f64());
+    eprintln!(
+        "{test}: {DATAGRAMS} datagrams in {FLOWS} flows, port 0 RX queues {q:?}, {:.1} s",
+        t0.elapsed().as_secs_f64()
+    );
 }
 
 #[test]
@@ -413,7 +616,9 @@ fn link_down_up_while_forwarding() {
     let _g = serial();
     let test = "link_down_up_while_forwarding";
     let t0 = Instant::now();
-    let Some(ns) = kernel_namespaces(test) else { return };
+    let Some(ns) = kernel_namespaces(test) else {
+        return;
+    };
     let dir = scratch("linkflap");
     let json_path = dir.join("stats.json");
     let vdevs = vec![
@@ -424,23 +629,63 @@ fn link_down_up_while_forwarding() {
     ];
     let peer0 = format!("0={MAC_A}");
     let peer1 = format!("1={MAC_B}");
-    let app = ["--on-full", "drop", "--peer-mac", &peer0, "--peer-mac", &peer1, "--stats-interval", "0.5", "--link-timeout", "5"];
-    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(&unique_name("tqfwdflap"), &vdevs, &app, &json_path));
+    let app = [
+        "--on-full",
+        "drop",
+        "--peer-mac",
+        &peer0,
+        "--peer-mac",
+        &peer1,
+        "--stats-interval",
+        "0.5",
+        "--link-timeout",
+        "5",
+    ];
+    let mut tq = Proc::spawn(
+        "tqfwd",
+        &mut tqfwd_cmd(&unique_name("tqfwdflap"), &vdevs, &app, &json_path),
+    );
     let spawned = Instant::now();
-    tq.wait_until("forwarding", Duration::from_secs(20), |t| t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6))
-        .unwrap();
+    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
+        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
+    })
+    .unwrap();
     const COUNT: u64 = 12_000; // 3 s at 4000 datagrams/s over FLOWS flows
     let expect = COUNT.to_string();
     let mut recv = Proc::spawn(
         "udp receiver",
-        ns.exec_prio(&ns.b, peer_bin()).args(["recv", "--bind", "10.77.0.2:9000", "--expect", &expect, "--timeout", "8"]),
+        ns.exec_prio(&ns.b, peer_bin()).args([
+            "recv",
+            "--bind",
+            "10.77.0.2:9000",
+            "--expect",
+            &expect,
+            "--timeout",
+            "8",
+        ]),
     );
-    recv.wait_until("listening", Duration::from_secs(10), |t| t.contains("listening on")).unwrap();
+    recv.wait_until("listening", Duration::from_secs(10), |t| {
+        t.contains("listening on")
+    })
+    .unwrap();
     let flows = FLOWS.to_string();
     let mut send = Proc::spawn(
         "udp sender",
-        ns.exec_prio(&ns.a, peer_bin())
-            .args(["send", "--dst", "10.77.0.2:9000", "--flows", &flows, "--count", &expect, "--src-port-base", "41000", "--pps", PPS, "--warmup-ms", "500"]),
+        ns.exec_prio(&ns.a, peer_bin()).args([
+            "send",
+            "--dst",
+            "10.77.0.2:9000",
+            "--flows",
+            &flows,
+            "--count",
+            &expect,
+            "--src-port-base",
+            "41000",
+            "--pps",
+            PPS,
+            "--warmup-ms",
+            "500",
+        ]),
     );
     // 0.5 s warm-up, then ~1 s of traffic, then the link flaps.
     std::thread::sleep(Duration::from_millis(1500));
@@ -462,16 +707,28 @@ fn link_down_up_while_forwarding() {
     assert!(r["unique"].as_u64().unwrap() > 0, "{context}");
     // Resumed: every flow's datagrams from the last ~10 % after the link
     // came back made it.
-    assert!(r["last_seq_min"].as_u64().unwrap() >= per_flow * 9 / 10, "forwarding did not resume\n{context}");
+    assert!(
+        r["last_seq_min"].as_u64().unwrap() >= per_flow * 9 / 10,
+        "forwarding did not resume\n{context}"
+    );
     assert_clean_end(&run);
     let j = run.json();
     let lost = COUNT - r["unique"].as_u64().unwrap();
     let tx_full = j["drops"]["tx_full"].as_u64().unwrap();
-    eprintln!("link flap: {lost} of {COUNT} datagrams lost while port 1 was down; tqfwd drops {}", j["drops"]);
+    eprintln!(
+        "link flap: {lost} of {COUNT} datagrams lost while port 1 was down; tqfwd drops {}",
+        j["drops"]
+    );
     // What the down port could not take is counted by tqfwd (tx_full); the
     // kernel may lose more elsewhere, never less.
-    assert!(tx_full > 0, "a 512-frame TX ring cannot hold 0.8 s of traffic\n{context}");
-    assert!(lost >= tx_full, "tqfwd counted drops that arrived?\n{context}");
+    assert!(
+        tx_full > 0,
+        "a 512-frame TX ring cannot hold 0.8 s of traffic\n{context}"
+    );
+    assert!(
+        lost >= tx_full,
+        "tqfwd counted drops that arrived?\n{context}"
+    );
 }
 
 /// A TX peer that stops reading: the sink testpmd stops polling (its memif
@@ -488,22 +745,45 @@ fn tx_stall(on_full: &str) {
     let _g = serial();
     let test = format!("tx_stall_{on_full}");
     let t0 = Instant::now();
-    let app = ["--on-full", on_full, "--stats-interval", "0.5", "--link-timeout", "10"];
-    let Some(MemifChain { dir, json_path, mut tq, mut sink, mut gen }) = MemifChain::start(&test, &app) else { return };
+    let app = [
+        "--on-full",
+        on_full,
+        "--stats-interval",
+        "0.5",
+        "--link-timeout",
+        "10",
+    ];
+    let Some(MemifChain {
+        dir,
+        json_path,
+        mut tq,
+        mut sink,
+        mut gen,
+    }) = MemifChain::start(&test, &app)
+    else {
+        return;
+    };
     let start = Instant::now();
     loop {
         std::thread::sleep(Duration::from_millis(300));
         if port_stats(&mut sink).0 > 0 && start.elapsed() > Duration::from_secs(1) {
             break;
         }
-        assert!(start.elapsed() < Duration::from_secs(30), "no packets at the sink\n{}", tq.text());
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "no packets at the sink\n{}",
+            tq.text()
+        );
     }
     // The sink stops reading for 1.5 s, then reads again.
     stop_forwarding(&mut sink);
     let stalled_at = port_stats(&mut sink).0;
     std::thread::sleep(Duration::from_millis(1500));
     sink.send_line("start");
-    sink.wait_until("forwarding restart", Duration::from_secs(10), |t| t.matches("packet forwarding - ports=").count() >= 2).unwrap();
+    sink.wait_until("forwarding restart", Duration::from_secs(10), |t| {
+        t.matches("packet forwarding - ports=").count() >= 2
+    })
+    .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let (_, gen_tx) = stop_forwarding(&mut gen);
     let mut last = port_stats(&mut sink).0;
@@ -525,20 +805,42 @@ fn tx_stall(on_full: &str) {
             p.signal("KILL");
         }
     }
-    let context = format!("generator TX {gen_tx}, sink RX {sink_rx} (at stall {stalled_at})\n{}", run.describe());
+    let context = format!(
+        "generator TX {gen_tx}, sink RX {sink_rx} (at stall {stalled_at})\n{}",
+        run.describe()
+    );
     assert_clean_end(&run);
     let j = run.json();
     let port1_tx = j["ports"][1]["tx_packets"].as_u64().unwrap();
-    assert!(sink_rx > stalled_at, "forwarding resumed after the stall\n{context}");
-    assert_eq!(sink_rx, port1_tx, "sink RX == tqfwd port 1 tx_packets\n{context}");
-    assert_eq!(j["ports"][0]["rx_packets"].as_u64().unwrap(), gen_tx, "tqfwd read all the generator sent\n{context}");
+    assert!(
+        sink_rx > stalled_at,
+        "forwarding resumed after the stall\n{context}"
+    );
+    assert_eq!(
+        sink_rx, port1_tx,
+        "sink RX == tqfwd port 1 tx_packets\n{context}"
+    );
+    assert_eq!(
+        j["ports"][0]["rx_packets"].as_u64().unwrap(),
+        gen_tx,
+        "tqfwd read all the generator sent\n{context}"
+    );
     let tx_full = j["drops"]["tx_full"].as_u64().unwrap();
     if on_full == "drop" {
-        assert!(tx_full > 0, "a stalled peer for 1.5 s must overflow the memif ring\n{context}");
+        assert!(
+            tx_full > 0,
+            "a stalled peer for 1.5 s must overflow the memif ring\n{context}"
+        );
     } else {
-        assert_eq!(j["drops_total"], 0, "--on-full wait drops nothing\n{context}");
+        assert_eq!(
+            j["drops_total"], 0,
+            "--on-full wait drops nothing\n{context}"
+        );
     }
-    eprintln!("{test}: generator {gen_tx}, sink {sink_rx}, tqfwd drops {}", j["drops"]);
+    eprintln!(
+        "{test}: generator {gen_tx}, sink {sink_rx}, tqfwd drops {}",
+        j["drops"]
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }
 

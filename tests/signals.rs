@@ -28,12 +28,20 @@ enum Line {
     Err(Instant, String),
 }
 
-fn pump<R: Read + Send + 'static>(r: R, tx: mpsc::Sender<Line>, err: bool) -> std::thread::JoinHandle<()> {
+fn pump<R: Read + Send + 'static>(
+    r: R,
+    tx: mpsc::Sender<Line>,
+    err: bool,
+) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
         for l in BufReader::new(r).lines() {
             let Ok(l) = l else { break };
             let now = Instant::now();
-            let _ = tx.send(if err { Line::Err(now, l) } else { Line::Out(now, l) });
+            let _ = tx.send(if err {
+                Line::Err(now, l)
+            } else {
+                Line::Out(now, l)
+            });
         }
     })
 }
@@ -48,13 +56,19 @@ fn totals(line: &str) -> Option<(u64, u64, u64)> {
         }
         t.get(i + 1)?.parse().ok()
     };
-    Some((num("rx", at + 1)?, num("tx", at + 3)?, num("drops", at + 5)?))
+    Some((
+        num("rx", at + 1)?,
+        num("tx", at + 3)?,
+        num("drops", at + 5)?,
+    ))
 }
 
 /// Other `tqfwd*` processes running now (pid and name), for the slow-exit
 /// diagnosis: a concurrent forwarder busy-polls the same two cores.
 fn busy_pollers(except: u32) -> Vec<String> {
-    let Ok(rd) = std::fs::read_dir("/proc") else { return Vec::new() };
+    let Ok(rd) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
     rd.filter_map(|e| {
         let e = e.ok()?;
         let pid: u32 = e.file_name().to_str()?.parse().ok()?;
@@ -75,11 +89,25 @@ struct Outcome {
 fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
     let dir = scratch(&format!("sig{i}"));
     let json_path = dir.join("stats.json");
-    let eal = eal_args("0-1", &["net_null0,size=64".to_string(), "net_null1,size=64".to_string()]);
+    let eal = eal_args(
+        "0-1",
+        &[
+            "net_null0,size=64".to_string(),
+            "net_null1,size=64".to_string(),
+        ],
+    );
     let mut cmd = Command::new(bin());
     cmd.args(&eal)
         .arg("--")
-        .args(["--backend", backend, "--on-full", "wait", "--stats-interval", "0.1", "--stats-json"])
+        .args([
+            "--backend",
+            backend,
+            "--on-full",
+            "wait",
+            "--stats-interval",
+            "0.1",
+            "--stats-json",
+        ])
         .arg(&json_path)
         .env("RUST_LOG", "info")
         .stdout(Stdio::piped())
@@ -87,22 +115,41 @@ fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
     let start = Instant::now();
     let mut child = cmd.spawn().expect("spawn tqfwd");
     let (tx, rx) = mpsc::channel();
-    let pumps = [pump(child.stdout.take().unwrap(), tx.clone(), false), pump(child.stderr.take().unwrap(), tx, true)];
-    let (mut out, mut err) = (Vec::<(Instant, String)>::new(), Vec::<(Instant, String)>::new());
+    let pumps = [
+        pump(child.stdout.take().unwrap(), tx.clone(), false),
+        pump(child.stderr.take().unwrap(), tx, true),
+    ];
+    let (mut out, mut err) = (
+        Vec::<(Instant, String)>::new(),
+        Vec::<(Instant, String)>::new(),
+    );
     let collect = |l: Line, out: &mut Vec<_>, err: &mut Vec<_>| match l {
         Line::Out(t, s) => out.push((t, s)),
         Line::Err(t, s) => err.push((t, s)),
     };
     let describe = |out: &[(Instant, String)], err: &[(Instant, String)]| {
-        let j = |v: &[(Instant, String)]| v.iter().map(|(t, s)| format!("{:7.3} {s}", (*t - start).as_secs_f64())).collect::<Vec<_>>().join("\n");
-        format!("run {i} ({} {backend}, delay {delay:.3} s)\nstdout:\n{}\nstderr:\n{}", sig.0, j(out), j(err))
+        let j = |v: &[(Instant, String)]| {
+            v.iter()
+                .map(|(t, s)| format!("{:7.3} {s}", (*t - start).as_secs_f64()))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        format!(
+            "run {i} ({} {backend}, delay {delay:.3} s)\nstdout:\n{}\nstderr:\n{}",
+            sig.0,
+            j(out),
+            j(err)
+        )
     };
 
     // The handler is installed a few milliseconds after exec.
     let ready = start + Duration::from_millis(30);
     let at = (start + Duration::from_secs_f64(delay)).max(ready);
     while Instant::now() < at {
-        if let Ok(l) = rx.recv_timeout(at.saturating_duration_since(Instant::now()).min(Duration::from_millis(5))) {
+        if let Ok(l) = rx.recv_timeout(
+            at.saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(5)),
+        ) {
             collect(l, &mut out, &mut err);
         }
     }
@@ -112,7 +159,11 @@ fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
     let after_first_stats = out.iter().any(|(_, s)| s.starts_with('['));
     let competing = busy_pollers(child.id());
     let signalled = Instant::now();
-    let k = Command::new("kill").arg(format!("-{}", sig.0)).arg(child.id().to_string()).status().expect("run kill");
+    let k = Command::new("kill")
+        .arg(format!("-{}", sig.0))
+        .arg(child.id().to_string())
+        .status()
+        .expect("run kill");
     assert!(k.success(), "kill -{} failed", sig.0);
 
     // Exit within 8 s of the signal: a hang detector, not a speed test (the
@@ -128,7 +179,11 @@ fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
             while let Ok(l) = rx.recv_timeout(Duration::from_millis(200)) {
                 collect(l, &mut out, &mut err);
             }
-            panic!("no exit within 8 s of SIG{}\n{}", sig.0, describe(&out, &err));
+            panic!(
+                "no exit within 8 s of SIG{}\n{}",
+                sig.0,
+                describe(&out, &err)
+            );
         }
         std::thread::sleep(Duration::from_millis(5));
     };
@@ -141,27 +196,53 @@ fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
     }
     let what = describe(&out, &err);
     assert_eq!(status.code(), Some(0), "{status}\n{what}");
-    let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json_path).unwrap_or_else(|e| panic!("no JSON ({e})\n{what}"))).expect("valid JSON");
+    let j: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(&json_path).unwrap_or_else(|e| panic!("no JSON ({e})\n{what}")),
+    )
+    .expect("valid JSON");
     assert_eq!(j["conservation_ok"], true, "{what}");
     assert_eq!(j["mbufs_in_use"], 0, "{what}");
-    assert_eq!(j["signal"], sig.1, "the JSON must name the signal that stopped the run\n{what}");
+    assert_eq!(
+        j["signal"], sig.1,
+        "the JSON must name the signal that stopped the run\n{what}"
+    );
     assert_eq!(j["backend"], backend);
-    let (rxp, txp) = (j["rx_packets"].as_u64().unwrap(), j["tx_packets"].as_u64().unwrap());
-    let drops: u64 = j["drops"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    let (rxp, txp) = (
+        j["rx_packets"].as_u64().unwrap(),
+        j["tx_packets"].as_u64().unwrap(),
+    );
+    let drops: u64 = j["drops"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
     assert_eq!(rxp, txp + drops, "{what}");
-    assert_eq!(drops, 0, "--on-full wait on 64-byte frames drops nothing\n{what}");
+    assert_eq!(
+        drops, 0,
+        "--on-full wait on 64-byte frames drops nothing\n{what}"
+    );
     assert!(err.iter().all(|(_, s)| !s.contains("panicked")), "{what}");
     // Stats lines: totals never go backwards and never exceed the final ones.
     let mut prev = (0, 0, 0);
     for (_, l) in out.iter().filter(|(_, s)| s.starts_with('[')) {
         let t = totals(l).unwrap_or_else(|| panic!("unparsable stats line {l:?}\n{what}"));
-        assert!(t.0 >= prev.0 && t.1 >= prev.1 && t.2 >= prev.2, "counters went backwards: {prev:?} -> {t:?}\n{what}");
+        assert!(
+            t.0 >= prev.0 && t.1 >= prev.1 && t.2 >= prev.2,
+            "counters went backwards: {prev:?} -> {t:?}\n{what}"
+        );
         assert!(t.1 <= t.0, "tx > rx in {l:?}");
         prev = t;
     }
-    assert!(prev.0 <= rxp && prev.1 <= txp, "last stats line {prev:?} beyond the final totals {rxp}/{txp}\n{what}");
+    assert!(
+        prev.0 <= rxp && prev.1 <= txp,
+        "last stats line {prev:?} beyond the final totals {rxp}/{txp}\n{what}"
+    );
     if after_first_stats {
-        assert!(rxp > 0, "signalled mid-traffic but nothing was received\n{what}");
+        assert!(
+            rxp > 0,
+            "signalled mid-traffic but nothing was received\n{what}"
+        );
     }
     let _ = std::fs::remove_dir_all(&dir);
     let slow_exit_log = (signal_to_exit > Duration::from_millis(500)).then(|| {
@@ -171,7 +252,11 @@ fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
             signal_to_exit.as_secs_f64()
         )
     });
-    Outcome { after_first_stats, signal_to_exit, slow_exit_log }
+    Outcome {
+        after_first_stats,
+        signal_to_exit,
+        slow_exit_log,
+    }
 }
 
 #[test]

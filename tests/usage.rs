@@ -10,16 +10,35 @@ use std::time::{Duration, Instant};
 /// Exit 2, the last stderr line is ours and names the problem, no panic.
 fn assert_usage_error(run: &Run, needle: &str) {
     assert_eq!(run.code(), 2, "{}", run.describe());
-    assert!(!run.stderr.contains("panicked") && !run.stderr.contains("backtrace"), "{}", run.describe());
-    let last = run.stderr.lines().rfind(|l| !l.trim().is_empty()).unwrap_or("");
-    assert!(last.starts_with("tqfwd: error: "), "last stderr line is not ours: {last:?}\n{}", run.describe());
+    assert!(
+        !run.stderr.contains("panicked") && !run.stderr.contains("backtrace"),
+        "{}",
+        run.describe()
+    );
+    let last = run
+        .stderr
+        .lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    assert!(
+        last.starts_with("tqfwd: error: "),
+        "last stderr line is not ours: {last:?}\n{}",
+        run.describe()
+    );
     assert!(last.contains(needle), "expected {needle:?} in {last:?}");
-    let ours = run.stderr.lines().filter(|l| l.starts_with("tqfwd: error")).count();
+    let ours = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("tqfwd: error"))
+        .count();
     assert_eq!(ours, 1, "exactly one error line\n{}", run.describe());
 }
 
 fn eal(lcores: &str, vdevs: &[&str]) -> Vec<String> {
-    eal_args(lcores, &vdevs.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+    eal_args(
+        lcores,
+        &vdevs.iter().map(|s| s.to_string()).collect::<Vec<_>>(),
+    )
 }
 
 fn run_with(eal: Vec<String>, app: &[&str]) -> Run {
@@ -36,7 +55,10 @@ fn help_needs_no_eal() {
     assert_eq!(run.code(), 0, "{}", run.describe());
     assert!(run.stdout.contains("--backend"));
     assert!(run.stdout.contains("[EAL options] -- [options]"));
-    assert!(!run.stderr.contains("EAL:"), "EAL must not start for --help");
+    assert!(
+        !run.stderr.contains("EAL:"),
+        "EAL must not start for --help"
+    );
 }
 
 #[test]
@@ -58,14 +80,20 @@ fn bad_app_options_before_eal() {
     ] {
         let run = run_raw(args, Duration::from_secs(10));
         assert_usage_error(&run, needle);
-        assert!(!run.stderr.contains("EAL:"), "usage errors in app options are found before EAL starts");
+        assert!(
+            !run.stderr.contains("EAL:"),
+            "usage errors in app options are found before EAL starts"
+        );
     }
 }
 
 #[test]
 fn bad_eal_arguments() {
     let _g = serial();
-    let run = run_raw(&["--definitely-not-an-eal-option", "--", "--duration", "1"], Duration::from_secs(30));
+    let run = run_raw(
+        &["--definitely-not-an-eal-option", "--", "--duration", "1"],
+        Duration::from_secs(30),
+    );
     assert_usage_error(&run, "EAL");
 }
 
@@ -73,14 +101,23 @@ fn bad_eal_arguments() {
 fn no_ports() {
     let _g = serial();
     let run = run_with(eal("0", &[]), &["--duration", "1"]);
-    assert_usage_error(&run, "no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/");
+    assert_usage_error(
+        &run,
+        "no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/",
+    );
 }
 
 #[test]
 fn lcore_not_in_eal_set() {
     let _g = serial();
-    let run = run_with(eal("0", &["net_null0", "net_null1"]), &["--worker-lcores", "1", "--duration", "1"]);
-    assert_usage_error(&run, "lcore 1 in --worker-lcores is not in the EAL lcore set");
+    let run = run_with(
+        eal("0", &["net_null0", "net_null1"]),
+        &["--worker-lcores", "1", "--duration", "1"],
+    );
+    assert_usage_error(
+        &run,
+        "lcore 1 in --worker-lcores is not in the EAL lcore set",
+    );
 }
 
 #[test]
@@ -89,8 +126,15 @@ fn more_queues_than_the_device_has() {
     let dir = scratch("queues");
     let p = dir.join("in.pcap");
     tqfwd::pcap::write_all(&p, Vec::<Vec<u8>>::new()).unwrap();
-    let vdev = format!("net_pcap0,rx_pcap={},tx_pcap={}", p.display(), dir.join("out.pcap").display());
-    let run = run_with(eal("0-1", &[&vdev]), &["--rx-lcores", "0-1", "--duration", "1"]);
+    let vdev = format!(
+        "net_pcap0,rx_pcap={},tx_pcap={}",
+        p.display(),
+        dir.join("out.pcap").display()
+    );
+    let run = run_with(
+        eal("0-1", &[&vdev]),
+        &["--rx-lcores", "0-1", "--duration", "1"],
+    );
     assert_usage_error(&run, "allows 1 RX queues but 2 RX lcores need one each");
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -98,7 +142,10 @@ fn more_queues_than_the_device_has() {
 #[test]
 fn peer_mac_for_missing_port() {
     let _g = serial();
-    let run = run_with(eal("0-1", &["net_null0", "net_null1"]), &["--peer-mac", "5=02:00:00:00:00:05", "--duration", "1"]);
+    let run = run_with(
+        eal("0-1", &["net_null0", "net_null1"]),
+        &["--peer-mac", "5=02:00:00:00:00:05", "--duration", "1"],
+    );
     assert_usage_error(&run, "--peer-mac names port 5");
 }
 
@@ -113,7 +160,13 @@ fn sigint_mid_traffic_exits_cleanly() {
         let mut child = Command::new(bin())
             .args(eal("0-1", &["net_null0,size=64", "net_null1,size=64"]))
             .arg("--")
-            .args(["--backend", backend, "--stats-interval", "0.2", "--stats-json"])
+            .args([
+                "--backend",
+                backend,
+                "--stats-interval",
+                "0.2",
+                "--stats-json",
+            ])
             .arg(&json)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -123,14 +176,19 @@ fn sigint_mid_traffic_exits_cleanly() {
         let (tx, rx) = std::sync::mpsc::channel::<String>();
         let reader = std::thread::spawn(move || {
             use std::io::BufRead;
-            for line in std::io::BufReader::new(stdout).lines().map_while(Result::ok) {
+            for line in std::io::BufReader::new(stdout)
+                .lines()
+                .map_while(Result::ok)
+            {
                 let _ = tx.send(line);
             }
         });
         // Wait until packets flow: a stats line with a non-zero total.
         let mut lines = Vec::new();
         loop {
-            let line = rx.recv_timeout(Duration::from_secs(20)).expect("tqfwd printed no stats line");
+            let line = rx
+                .recv_timeout(Duration::from_secs(20))
+                .expect("tqfwd printed no stats line");
             let flowing = line.contains("Mpps") && !line.contains("total rx 0 ");
             lines.push(line);
             if flowing {
@@ -138,7 +196,11 @@ fn sigint_mid_traffic_exits_cleanly() {
             }
         }
         let signalled = Instant::now();
-        assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+        assert!(Command::new("kill")
+            .args(["-INT", &child.id().to_string()])
+            .status()
+            .unwrap()
+            .success());
         let status = loop {
             if let Some(st) = child.try_wait().unwrap() {
                 break st;
@@ -154,10 +216,24 @@ fn sigint_mid_traffic_exits_cleanly() {
         lines.extend(rx.try_iter());
         let mut err = String::new();
         use std::io::Read;
-        child.stderr.take().unwrap().read_to_string(&mut err).unwrap();
-        assert_eq!(status.code(), Some(0), "exit after SIGINT ({backend})\n{}\n{err}", lines.join("\n"));
-        assert!(took < Duration::from_secs(2), "took {took:?} to exit after SIGINT");
-        let j: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+        child
+            .stderr
+            .take()
+            .unwrap()
+            .read_to_string(&mut err)
+            .unwrap();
+        assert_eq!(
+            status.code(),
+            Some(0),
+            "exit after SIGINT ({backend})\n{}\n{err}",
+            lines.join("\n")
+        );
+        assert!(
+            took < Duration::from_secs(2),
+            "took {took:?} to exit after SIGINT"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
         assert_eq!(j["conservation_ok"], true);
         assert_eq!(j["mbufs_in_use"], 0);
         assert_eq!(j["signal"], 2);
@@ -169,13 +245,38 @@ fn sigint_mid_traffic_exits_cleanly() {
 #[test]
 fn class_conflicts_are_usage_errors() {
     let _g = serial();
-    let run = run_with(eal("0-1", &["net_null0", "net_null1"]), &["--class", "kv:udp:1", "--duration", "1"]);
-    assert_usage_error(&run, "lcore 1 is both a default worker and dedicated to class kv");
     let run = run_with(
         eal("0-1", &["net_null0", "net_null1"]),
-        &["--worker-lcores", "0", "--class", "a:udp:1", "--class", "b:tcp:1", "--duration", "1"],
+        &["--class", "kv:udp:1", "--duration", "1"],
+    );
+    assert_usage_error(
+        &run,
+        "lcore 1 is both a default worker and dedicated to class kv",
+    );
+    let run = run_with(
+        eal("0-1", &["net_null0", "net_null1"]),
+        &[
+            "--worker-lcores",
+            "0",
+            "--class",
+            "a:udp:1",
+            "--class",
+            "b:tcp:1",
+            "--duration",
+            "1",
+        ],
     );
     assert_usage_error(&run, "classes a and b overlap on lcore 1");
-    let run = run_with(eal("0-1", &["net_null0", "net_null1"]), &["--worker-lcores", "0", "--class", "a:udp:5", "--duration", "1"]);
+    let run = run_with(
+        eal("0-1", &["net_null0", "net_null1"]),
+        &[
+            "--worker-lcores",
+            "0",
+            "--class",
+            "a:udp:5",
+            "--duration",
+            "1",
+        ],
+    );
     assert_usage_error(&run, "lcore 5 of class a is not in the EAL lcore set");
 }

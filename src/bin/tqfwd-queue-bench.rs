@@ -167,7 +167,11 @@ struct Plan {
 }
 
 fn plan_from(args: &Args) -> Result<Plan, String> {
-    let (rounds, dur, lat) = if args.quick { (3, 50, 25) } else { (7, 200, 100) };
+    let (rounds, dur, lat) = if args.quick {
+        (3, 50, 25)
+    } else {
+        (7, 200, 100)
+    };
     let plan = Plan {
         rounds: args.rounds.unwrap_or(rounds),
         duration_ms: args.duration_ms.unwrap_or(dur),
@@ -178,11 +182,20 @@ fn plan_from(args: &Args) -> Result<Plan, String> {
         contenders: args
             .contenders
             .iter()
-            .map(|c| Contender::parse(c).ok_or_else(|| format!("unknown contender `{c}`: use tq-sharded, tq-shared, ring-spsc, ring-mpsc")))
+            .map(|c| {
+                Contender::parse(c).ok_or_else(|| {
+                    format!(
+                        "unknown contender `{c}`: use tq-sharded, tq-shared, ring-spsc, ring-mpsc"
+                    )
+                })
+            })
             .collect::<Result<_, _>>()?,
     };
     if !(plan.rate_items_s.is_finite() && plan.rate_items_s >= 1e3 && plan.rate_items_s <= 1e9) {
-        return Err(format!("--rate {} is out of range: use 0.001..=1000 (million items/s)", args.rate));
+        return Err(format!(
+            "--rate {} is out of range: use 0.001..=1000 (million items/s)",
+            args.rate
+        ));
     }
     if plan.contenders.is_empty() || plan.bursts.is_empty() || plan.depths.is_empty() {
         return Err("--contenders, --bursts and --depths need at least one value each".into());
@@ -197,7 +210,9 @@ fn plan_from(args: &Args) -> Result<Plan, String> {
             return Err(format!("depth {d} is not a power of two up to 16777216"));
         }
         if let Some(&b) = plan.bursts.iter().find(|&&b| b > d) {
-            return Err(format!("depth {d} is smaller than burst {b}: every depth must hold one burst"));
+            return Err(format!(
+                "depth {d} is smaller than burst {b}: every depth must hold one burst"
+            ));
         }
     }
     Ok(plan)
@@ -216,7 +231,12 @@ enum Contender {
 }
 
 impl Contender {
-    const ALL: [Contender; 4] = [Contender::TqSharded, Contender::TqShared, Contender::RingSpsc, Contender::RingMpsc];
+    const ALL: [Contender; 4] = [
+        Contender::TqSharded,
+        Contender::TqShared,
+        Contender::RingSpsc,
+        Contender::RingMpsc,
+    ];
 
     fn parse(s: &str) -> Option<Contender> {
         Contender::ALL.into_iter().find(|c| c.key() == s.trim())
@@ -261,7 +281,11 @@ impl<R: BurstReceiver<u64>> BurstReceiver<u64> for RoundRobin<R> {
             got += self.inputs[i].recv_burst(&mut out[got..]);
             i = if i + 1 == len { 0 } else { i + 1 };
         }
-        self.next = if self.next + 1 >= len { 0 } else { self.next + 1 };
+        self.next = if self.next + 1 >= len {
+            0
+        } else {
+            self.next + 1
+        };
         got
     }
 
@@ -340,7 +364,8 @@ impl RunState {
     #[cold]
     fn mark_stall(&self, from: u64, to: u64, rp: &RunParams) {
         let base = self.base.load(Ordering::Relaxed);
-        let a = (from.saturating_sub(rp.gap_cycles).saturating_sub(base) >> rp.window_shift) as usize;
+        let a =
+            (from.saturating_sub(rp.gap_cycles).saturating_sub(base) >> rp.window_shift) as usize;
         let b = ((to + (to - from)).saturating_sub(base) >> rp.window_shift) as usize;
         for w in a..=b.min(self.disturbed.len().saturating_sub(1)) {
             self.disturbed[w].store(true, Ordering::Relaxed);
@@ -443,7 +468,11 @@ fn produce_flat_out<S: BurstSender<u64>>(tx: &mut S, rp: &RunParams) -> u64 {
 /// TSC; a gap above `gap_cycles` between two reads marks a stall. Returns
 /// (sent, missed slots, elapsed cycles).
 #[inline(never)]
-fn produce_paced<S: BurstSender<u64>>(tx: &mut S, rp: &RunParams, st: &RunState) -> (u64, u64, u64) {
+fn produce_paced<S: BurstSender<u64>>(
+    tx: &mut S,
+    rp: &RunParams,
+    st: &RunState,
+) -> (u64, u64, u64) {
     let mut buf = [0u64; MAX_BURST];
     let burst = rp.burst;
     let start = dpdk::rdtsc_inline();
@@ -601,7 +630,13 @@ fn consume_paced<R: BurstReceiver<u64>>(
 /// Runs one producer→consumer measurement on the EAL lcores: `senders[i]` on
 /// `roles.producers[i]`, `receiver` on `roles.consumer`. Handles stay in their
 /// slots during the run and are dropped here, on the main lcore.
-fn run_once<S, R>(eal: &Eal, roles: &Roles, senders: Vec<S>, receiver: R, rp: &RunParams) -> Result<RunOut, String>
+fn run_once<S, R>(
+    eal: &Eal,
+    roles: &Roles,
+    senders: Vec<S>,
+    receiver: R,
+    rp: &RunParams,
+) -> Result<RunOut, String>
 where
     S: BurstSender<u64>,
     R: BurstReceiver<u64>,
@@ -609,15 +644,23 @@ where
     let producers = senders.len();
     let lcores = &roles.producers[..producers];
     let bufs = match rp.mode {
-        Mode::Throughput => ConsumerBufs { tp_windows: vec![0; MAX_TP_WINDOWS], lat: Vec::new() },
-        Mode::Latency => ConsumerBufs { tp_windows: Vec::new(), lat: vec![Histogram::new(); rp.windows] },
+        Mode::Throughput => ConsumerBufs {
+            tp_windows: vec![0; MAX_TP_WINDOWS],
+            lat: Vec::new(),
+        },
+        Mode::Latency => ConsumerBufs {
+            tp_windows: Vec::new(),
+            lat: vec![Histogram::new(); rp.windows],
+        },
     };
     // Each side's handle in its own cache-line-padded heap slot: the
     // consumer's TransferQueue handle is written on every receive, and must
     // not share a line with anything the producer touches (e.g. this stack
     // frame, which lives on the main lcore = the first producer).
-    let tx_slots: Vec<Box<CachePadded<Mutex<S>>>> =
-        senders.into_iter().map(|s| Box::new(CachePadded::new(Mutex::new(s)))).collect();
+    let tx_slots: Vec<Box<CachePadded<Mutex<S>>>> = senders
+        .into_iter()
+        .map(|s| Box::new(CachePadded::new(Mutex::new(s))))
+        .collect();
     let rx_slot = Box::new(CachePadded::new(Mutex::new((receiver, bufs))));
     let st = Box::new(CachePadded::new(RunState {
         ready: AtomicUsize::new(0),
@@ -645,7 +688,8 @@ where
             barrier(&st.ready, participants);
             let r = match rp.mode {
                 Mode::Throughput => {
-                    let (got, sum, el, nw) = consume_flat_out(rx, rp, producers, &st, &mut bufs.tp_windows, t0);
+                    let (got, sum, el, nw) =
+                        consume_flat_out(rx, rp, producers, &st, &mut bufs.tp_windows, t0);
                     (got, sum, el, 0, nw)
                 }
                 Mode::Latency => {
@@ -653,14 +697,17 @@ where
                     (got, 0, el, neg, 0)
                 }
             };
-            st.ctx_switches.fetch_add(involuntary_switches() - cs0, Ordering::Relaxed);
+            st.ctx_switches
+                .fetch_add(involuntary_switches() - cs0, Ordering::Relaxed);
             *consumer_out.lock().expect("consumer result") = Some(r);
         } else if let Some(i) = lcores.iter().position(|&l| l == lcore) {
             let mut tx = tx_slots[i].lock().expect("producer slot");
             let cs0 = involuntary_switches();
             barrier(&st.ready, participants);
             match rp.mode {
-                Mode::Throughput => sent[i].store(produce_flat_out(&mut *tx, rp), Ordering::Relaxed),
+                Mode::Throughput => {
+                    sent[i].store(produce_flat_out(&mut *tx, rp), Ordering::Relaxed)
+                }
                 Mode::Latency => {
                     let (n, m, c) = produce_paced(&mut *tx, rp, &st);
                     sent[i].store(n, Ordering::Relaxed);
@@ -671,14 +718,19 @@ where
             // Release: everything sent above happens before the consumer
             // sees this count.
             st.done.fetch_add(1, Ordering::Release);
-            st.ctx_switches.fetch_add(involuntary_switches() - cs0, Ordering::Relaxed);
+            st.ctx_switches
+                .fetch_add(involuntary_switches() - cs0, Ordering::Relaxed);
         }
     })
     .map_err(|e| e.to_string())?;
 
-    let (received, checksum, elapsed_cycles, negative, nw) =
-        consumer_out.into_inner().expect("consumer result").ok_or("the consumer lcore did not run")?;
-    let (_rx, mut bufs) = CachePadded::into_inner(*rx_slot).into_inner().expect("consumer slot");
+    let (received, checksum, elapsed_cycles, negative, nw) = consumer_out
+        .into_inner()
+        .expect("consumer result")
+        .ok_or("the consumer lcore did not run")?;
+    let (_rx, mut bufs) = CachePadded::into_inner(*rx_slot)
+        .into_inner()
+        .expect("consumer slot");
     bufs.tp_windows.truncate(nw);
 
     // Latency: merge the windows after the warm-up; "clean" leaves out those
@@ -727,20 +779,32 @@ fn run_config(
     depth: usize,
     rp: &RunParams,
 ) -> Result<RunOut, String> {
-    let roles = Roles { producers: &roles.producers[..producers], consumer: roles.consumer };
+    let roles = Roles {
+        producers: &roles.producers[..producers],
+        consumer: roles.consumer,
+    };
     let burst = rp.burst;
     match c {
         Contender::TqSharded => {
-            let (txs, rx) = queue::sharded::<u64>(producers, depth, burst, mem.clone()).map_err(|e| e.to_string())?;
+            let (txs, rx) = queue::sharded::<u64>(producers, depth, burst, mem.clone())
+                .map_err(|e| e.to_string())?;
             run_once(eal, &roles, txs, rx, rp)
         }
         Contender::TqShared => {
-            let (txs, rx) = queue::channel::<u64>(producers, depth, burst, mem.clone()).map_err(|e| e.to_string())?;
+            let (txs, rx) = queue::channel::<u64>(producers, depth, burst, mem.clone())
+                .map_err(|e| e.to_string())?;
             run_once(eal, &roles, txs, rx, rp)
         }
         Contender::RingSpsc if producers == 1 => {
-            let ring = Ring::<u64>::create("qbs", depth as u32, socket, false).map_err(|e| e.to_string())?;
-            run_once(eal, &roles, vec![RingSender::new(ring.clone())], RingReceiver::new(ring), rp)
+            let ring = Ring::<u64>::create("qbs", depth as u32, socket, false)
+                .map_err(|e| e.to_string())?;
+            run_once(
+                eal,
+                &roles,
+                vec![RingSender::new(ring.clone())],
+                RingReceiver::new(ring),
+                rp,
+            )
         }
         Contender::RingSpsc => {
             // One SP/SC ring per producer, the depth split as for the TQ.
@@ -748,15 +812,28 @@ fn run_config(
             let mut txs = Vec::with_capacity(producers);
             let mut rxs = Vec::with_capacity(producers);
             for _ in 0..producers {
-                let ring = Ring::<u64>::create("qbs", per, socket, false).map_err(|e| e.to_string())?;
+                let ring =
+                    Ring::<u64>::create("qbs", per, socket, false).map_err(|e| e.to_string())?;
                 txs.push(RingSender::new(ring.clone()));
                 rxs.push(RingReceiver::new(ring));
             }
-            run_once(eal, &roles, txs, RoundRobin { inputs: rxs, next: 0 }, rp)
+            run_once(
+                eal,
+                &roles,
+                txs,
+                RoundRobin {
+                    inputs: rxs,
+                    next: 0,
+                },
+                rp,
+            )
         }
         Contender::RingMpsc => {
-            let ring = Ring::<u64>::create("qbm", depth as u32, socket, true).map_err(|e| e.to_string())?;
-            let txs = (0..producers).map(|_| RingSender::new(ring.clone())).collect();
+            let ring = Ring::<u64>::create("qbm", depth as u32, socket, true)
+                .map_err(|e| e.to_string())?;
+            let txs = (0..producers)
+                .map(|_| RingSender::new(ring.clone()))
+                .collect();
             run_once(eal, &roles, txs, RingReceiver::new(ring), rp)
         }
     }
@@ -868,7 +945,10 @@ struct AnchorLine {
 
 impl Anchor {
     fn get(&self, what: &str) -> Option<f64> {
-        self.lines.iter().find(|l| l.label.contains(what)).map(|l| l.median)
+        self.lines
+            .iter()
+            .find(|l| l.label.contains(what))
+            .map(|l| l.median)
     }
 }
 
@@ -887,12 +967,20 @@ fn parse_anchor(text: &str) -> Result<Vec<AnchorLine>, String> {
             if !line.starts_with("legacy APIs:") {
                 continue;
             }
-            let Some((label, value)) = line.rsplit_once(':') else { continue };
-            let Ok(v) = value.trim().parse::<f64>() else { continue };
+            let Some((label, value)) = line.rsplit_once(':') else {
+                continue;
+            };
+            let Ok(v) = value.trim().parse::<f64>() else {
+                continue;
+            };
             let label = label.trim();
             match lines.iter_mut().find(|l| l.label == label) {
                 Some(l) => l.runs.push(v),
-                None => lines.push(AnchorLine { label: label.to_string(), median: 0.0, runs: vec![v] }),
+                None => lines.push(AnchorLine {
+                    label: label.to_string(),
+                    median: 0.0,
+                    runs: vec![v],
+                }),
             }
         }
     }
@@ -902,7 +990,9 @@ fn parse_anchor(text: &str) -> Result<Vec<AnchorLine>, String> {
     let runs = lines.iter().map(|l| l.runs.len()).max().unwrap_or(0);
     let ok = text.matches("Test OK").count();
     if ok < runs {
-        return Err(format!("ring_perf_autotest reported \"Test OK\" {ok} times for {runs} runs"));
+        return Err(format!(
+            "ring_perf_autotest reported \"Test OK\" {ok} times for {runs} runs"
+        ));
     }
     for l in &mut lines {
         l.median = median(&l.runs);
@@ -912,17 +1002,29 @@ fn parse_anchor(text: &str) -> Result<Vec<AnchorLine>, String> {
 
 fn load_anchor(args: &Args) -> Anchor {
     if let Some(e) = &args.anchor_error {
-        return Anchor { lines: Vec::new(), error: Some(e.clone()) };
+        return Anchor {
+            lines: Vec::new(),
+            error: Some(e.clone()),
+        };
     }
     let Some(path) = &args.anchor else {
-        return Anchor { lines: Vec::new(), error: Some("not run (no --anchor file given)".into()) };
+        return Anchor {
+            lines: Vec::new(),
+            error: Some("not run (no --anchor file given)".into()),
+        };
     };
     match std::fs::read_to_string(path) {
         Ok(text) => match parse_anchor(&text) {
             Ok(lines) => Anchor { lines, error: None },
-            Err(e) => Anchor { lines: Vec::new(), error: Some(e) },
+            Err(e) => Anchor {
+                lines: Vec::new(),
+                error: Some(e),
+            },
         },
-        Err(e) => Anchor { lines: Vec::new(), error: Some(format!("cannot read {}: {e}", path.display())) },
+        Err(e) => Anchor {
+            lines: Vec::new(),
+            error: Some(format!("cannot read {}: {e}", path.display())),
+        },
     }
 }
 
@@ -938,9 +1040,17 @@ fn loadavg() -> String {
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
-    let prog = argv.first().cloned().unwrap_or_else(|| "tqfwd-queue-bench".into());
+    let prog = argv
+        .first()
+        .cloned()
+        .unwrap_or_else(|| "tqfwd-queue-bench".into());
     let (eal_args, app_args) = match argv.iter().position(|a| a == "--") {
-        Some(i) => (argv[..i].to_vec(), std::iter::once(prog).chain(argv[i + 1..].iter().cloned()).collect::<Vec<_>>()),
+        Some(i) => (
+            argv[..i].to_vec(),
+            std::iter::once(prog)
+                .chain(argv[i + 1..].iter().cloned())
+                .collect::<Vec<_>>(),
+        ),
         None => (argv.clone(), vec![prog]),
     };
     let args = match Args::try_parse_from(&app_args) {
@@ -981,21 +1091,28 @@ fn main() -> ExitCode {
 fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
     let main_lcore = eal.main_lcore();
     let lcores = eal.lcores();
-    let consumer = *lcores
-        .iter()
-        .rev()
-        .find(|&&l| l != main_lcore)
-        .ok_or("needs at least 2 lcores (one producer, one consumer), e.g. EAL option -l 0-1")?;
+    let consumer =
+        *lcores.iter().rev().find(|&&l| l != main_lcore).ok_or(
+            "needs at least 2 lcores (one producer, one consumer), e.g. EAL option -l 0-1",
+        )?;
     // Producers: the main lcore first, then the others (consumer excluded).
     let mut producer_lcores = vec![main_lcore];
-    producer_lcores.extend(lcores.iter().copied().filter(|&l| l != main_lcore && l != consumer));
+    producer_lcores.extend(
+        lcores
+            .iter()
+            .copied()
+            .filter(|&l| l != main_lcore && l != consumer),
+    );
     let socket = eal.lcore_socket(consumer) as i32;
     let mem: Arc<dyn UnitMemory> = Arc::new(SocketMemory { socket });
     let tsc_hz = dpdk::tsc_hz();
     if tsc_hz == 0 {
         return Err("EAL reports a TSC frequency of 0".into());
     }
-    let roles = Roles { producers: &producer_lcores, consumer };
+    let roles = Roles {
+        producers: &producer_lcores,
+        consumer,
+    };
     let load_start = loadavg();
 
     // Producer counts: 1, plus all producer lcores at once when there are
@@ -1016,7 +1133,8 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
         tsc_hz as f64 / 1e9,
         load_start
     );
-    let configs_per_round = producer_counts.len() * plan.bursts.len() * plan.depths.len() * plan.contenders.len();
+    let configs_per_round =
+        producer_counts.len() * plan.bursts.len() * plan.depths.len() * plan.contenders.len();
     eprintln!(
         "tqfwd-queue-bench: {} rounds x {} configurations x ({} ms throughput + {} ms latency)",
         plan.rounds, configs_per_round, plan.duration_ms, plan.latency_ms
@@ -1039,7 +1157,12 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
                     let n = plan.contenders.len();
                     for k in 0..n {
                         let c = plan.contenders[(k + round as usize) % n];
-                        let key = Key { producers, contender: c, burst, depth };
+                        let key = Key {
+                            producers,
+                            contender: c,
+                            burst,
+                            depth,
+                        };
                         let s = results.entry(key).or_default();
 
                         let tp = RunParams {
@@ -1061,7 +1184,11 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
                         s.mitems_s_whole.push(tsc_hz as f64 / whole / 1e6);
                         // The median window; the whole run if it had too few.
                         let win: Vec<f64> = out.tp_windows.iter().map(|&c| c as f64).collect();
-                        let cyc = if win.len() >= 5 { median(&win) / tp.window_items as f64 } else { whole };
+                        let cyc = if win.len() >= 5 {
+                            median(&win) / tp.window_items as f64
+                        } else {
+                            whole
+                        };
                         s.cycles_per_item.push(cyc);
                         s.mitems_s.push(tsc_hz as f64 / cyc / 1e6);
                         let ctx_tp = out.ctx_switches;
@@ -1073,7 +1200,9 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
                             mode: Mode::Latency,
                             burst,
                             run_cycles,
-                            interval_cycles: ((burst as f64 * tsc_hz as f64 / per_producer).round() as u64).max(1),
+                            interval_cycles: ((burst as f64 * tsc_hz as f64 / per_producer).round()
+                                as u64)
+                                .max(1),
                             window_items: 0,
                             window_shift,
                             // First 10 % of the run, rounded up to whole windows.
@@ -1084,7 +1213,13 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
                         let out = run_config(eal, &roles, &mem, socket, c, producers, depth, &lp)?;
                         check_accounting(&key, Mode::Latency, &out)?;
                         let ns = |cyc: u64| cycles_to_ns(cyc as f64, tsc_hz);
-                        let pct = |h: &Histogram, p: f64| if h.count() > 0 { ns(h.percentile(p)) } else { f64::NAN };
+                        let pct = |h: &Histogram, p: f64| {
+                            if h.count() > 0 {
+                                ns(h.percentile(p))
+                            } else {
+                                f64::NAN
+                            }
+                        };
                         let (hc, ha) = (&out.lat_clean, &out.lat_all);
                         s.p50_ns.push(pct(hc, 50.0));
                         s.p99_ns.push(pct(hc, 99.0));
@@ -1094,7 +1229,9 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
                         s.p99_ns_all.push(pct(ha, 99.0));
                         s.p999_ns_all.push(pct(ha, 99.9));
                         s.max_ns_all.push(pct(ha, 100.0));
-                        s.clean_pct.push(100.0 * out.windows_clean as f64 / out.windows_total.max(1) as f64);
+                        s.clean_pct.push(
+                            100.0 * out.windows_clean as f64 / out.windows_total.max(1) as f64,
+                        );
                         s.ctx_switches.push((ctx_tp + out.ctx_switches) as f64);
                         let psecs = out.producer_cycles.max(1) as f64 / tsc_hz as f64;
                         s.offered_mitems_s.push(out.sent as f64 / psecs / 1e6);
@@ -1151,7 +1288,10 @@ fn check_accounting(key: &Key, mode: Mode, out: &RunOut) -> Result<(), String> {
         mode
     );
     if out.received != out.sent {
-        return Err(format!("items lost or duplicated: {what}: sent {}, received {}", out.sent, out.received));
+        return Err(format!(
+            "items lost or duplicated: {what}: sent {}, received {}",
+            out.sent, out.received
+        ));
     }
     if mode == Mode::Throughput && out.checksum != out.received {
         return Err(format!(
@@ -1192,7 +1332,9 @@ fn fmt_ratio(x: f64) -> String {
 
 fn report(r: Report) -> Result<(), String> {
     let plan = r.plan;
-    let med = |k: &Key, f: fn(&Samples) -> &Vec<f64>| r.results.get(k).map(|s| median(f(s))).unwrap_or(f64::NAN);
+    let med = |k: &Key, f: fn(&Samples) -> &Vec<f64>| {
+        r.results.get(k).map(|s| median(f(s))).unwrap_or(f64::NAN)
+    };
     // Pooled clean-window percentile in ns; NaN with too few samples.
     let pooled = |s: &Samples, p: f64| {
         if s.pooled_clean.count() >= MIN_CLEAN_SAMPLES {
@@ -1201,8 +1343,16 @@ fn report(r: Report) -> Result<(), String> {
             f64::NAN
         }
     };
-    let pooled_p99 = |k: &Key| r.results.get(k).map(|s| pooled(s, 99.0)).unwrap_or(f64::NAN);
-    let baseline = |k: &Key| Key { contender: Contender::RingSpsc, ..*k };
+    let pooled_p99 = |k: &Key| {
+        r.results
+            .get(k)
+            .map(|s| pooled(s, 99.0))
+            .unwrap_or(f64::NAN)
+    };
+    let baseline = |k: &Key| Key {
+        contender: Contender::RingSpsc,
+        ..*k
+    };
 
     // ---- Markdown table -------------------------------------------------
     println!("## Hand-off queue benchmark (tqfwd-queue-bench)");
@@ -1229,14 +1379,31 @@ fn report(r: Report) -> Result<(), String> {
          | cycles/item ÷ ring SP/SC | p99 ÷ ring SP/SC | clean latency windows | p99 ns, all windows | preemptions |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let f0 = |x: f64| if x.is_finite() { format!("{x:.0}") } else { "–".into() };
-    let f1 = |x: f64| if x.is_finite() { format!("{x:.1}") } else { "–".into() };
+    let f0 = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.0}")
+        } else {
+            "–".into()
+        }
+    };
+    let f1 = |x: f64| {
+        if x.is_finite() {
+            format!("{x:.1}")
+        } else {
+            "–".into()
+        }
+    };
     let mut rows = Vec::new();
     for &producers in r.producer_counts {
         for &burst in &plan.bursts {
             for &depth in &plan.depths {
                 for &c in &plan.contenders {
-                    let k = Key { producers, contender: c, burst, depth };
+                    let k = Key {
+                        producers,
+                        contender: c,
+                        burst,
+                        depth,
+                    };
                     let Some(s) = r.results.get(&k) else { continue };
                     let cyc = median(&s.cycles_per_item);
                     let p99 = pooled(s, 99.0);
@@ -1324,7 +1491,13 @@ fn report(r: Report) -> Result<(), String> {
         None => {
             for l in &r.anchor.lines {
                 let runs: Vec<String> = l.runs.iter().map(|v| format!("{v}")).collect();
-                println!("- {}: {} (median of {} runs: {})", l.label, l.median, l.runs.len(), runs.join(", "));
+                println!(
+                    "- {}: {} (median of {} runs: {})",
+                    l.label,
+                    l.median,
+                    l.runs.len(),
+                    runs.join(", ")
+                );
             }
             json!({
                 "ok": true,
@@ -1342,7 +1515,12 @@ fn report(r: Report) -> Result<(), String> {
     let have = |c: Contender| plan.contenders.contains(&c);
     if plan.bursts.contains(&32) && have(Contender::TqSharded) && have(Contender::RingSpsc) {
         for &depth in &plan.depths {
-            let k = Key { producers: 1, contender: Contender::TqSharded, burst: 32, depth };
+            let k = Key {
+                producers: 1,
+                contender: Contender::TqSharded,
+                burst: 32,
+                depth,
+            };
             let tq = med(&k, |s| &s.cycles_per_item);
             let ring = med(&baseline(&k), |s| &s.cycles_per_item);
             let ratio = tq / ring;
@@ -1356,8 +1534,17 @@ fn report(r: Report) -> Result<(), String> {
             // ring_perf prints enqueue-side + dequeue-side cycles per element;
             // both sides run for the whole test, so half of it is the
             // wall-clock cycles per element, the footing of our cycles/item.
-            let depth = if plan.depths.contains(&ANCHOR_RING_SIZE) { ANCHOR_RING_SIZE } else { plan.depths[0] };
-            let k = Key { producers: 1, contender: Contender::TqSharded, burst: 32, depth };
+            let depth = if plan.depths.contains(&ANCHOR_RING_SIZE) {
+                ANCHOR_RING_SIZE
+            } else {
+                plan.depths[0]
+            };
+            let k = Key {
+                producers: 1,
+                contender: Contender::TqSharded,
+                burst: 32,
+                depth,
+            };
             let tq = med(&k, |s| &s.cycles_per_item);
             let ring = med(&baseline(&k), |s| &s.cycles_per_item);
             let ratio = tq / a;
@@ -1397,7 +1584,12 @@ fn report(r: Report) -> Result<(), String> {
         let (mut met, mut total, mut skipped) = (0, 0, 0);
         for &burst in &plan.bursts {
             for &depth in &plan.depths {
-                let k = Key { producers: 1, contender: Contender::TqSharded, burst, depth };
+                let k = Key {
+                    producers: 1,
+                    contender: Contender::TqSharded,
+                    burst,
+                    depth,
+                };
                 let tq = pooled_p99(&k);
                 let ring = pooled_p99(&baseline(&k));
                 if !(tq.is_finite() && ring.is_finite()) {
@@ -1451,7 +1643,8 @@ fn report(r: Report) -> Result<(), String> {
             "targets": targets,
         });
         let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n").map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        std::fs::write(path, text + "\n")
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         eprintln!("tqfwd-queue-bench: wrote {}", path.display());
     }
     Ok(())

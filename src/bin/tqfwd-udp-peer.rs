@@ -43,7 +43,11 @@ const KIND_WARMUP: u8 = 1;
 const HEADER: usize = 20;
 
 #[derive(Parser, Debug)]
-#[command(name = "tqfwd-udp-peer", version, about = "Kernel UDP sender/receiver for tqfwd tests (flow id + sequence in every payload)")]
+#[command(
+    name = "tqfwd-udp-peer",
+    version,
+    about = "Kernel UDP sender/receiver for tqfwd tests (flow id + sequence in every payload)"
+)]
 struct Cli {
     #[command(subcommand)]
     cmd: Cmd,
@@ -119,7 +123,11 @@ fn send_one(s: &UdpSocket, p: &[u8]) -> std::io::Result<()> {
     loop {
         match s.send(p) {
             Ok(_) => return Ok(()),
-            Err(e) if tries < 200 && (e.kind() == ErrorKind::WouldBlock || e.raw_os_error() == Some(libc::ENOBUFS)) => {
+            Err(e)
+                if tries < 200
+                    && (e.kind() == ErrorKind::WouldBlock
+                        || e.raw_os_error() == Some(libc::ENOBUFS)) =>
+            {
                 tries += 1;
                 std::thread::sleep(Duration::from_millis(1));
             }
@@ -128,15 +136,29 @@ fn send_one(s: &UdpSocket, p: &[u8]) -> std::io::Result<()> {
     }
 }
 
-fn send(dst: SocketAddr, flows: u32, count: u64, base: Option<u16>, pps: u64, size: usize, warmup_ms: u64) -> Result<bool, String> {
-    let unspecified: SocketAddr = if dst.is_ipv4() { "0.0.0.0:0".parse().unwrap() } else { "[::]:0".parse().unwrap() };
+fn send(
+    dst: SocketAddr,
+    flows: u32,
+    count: u64,
+    base: Option<u16>,
+    pps: u64,
+    size: usize,
+    warmup_ms: u64,
+) -> Result<bool, String> {
+    let unspecified: SocketAddr = if dst.is_ipv4() {
+        "0.0.0.0:0".parse().unwrap()
+    } else {
+        "[::]:0".parse().unwrap()
+    };
     let mut socks = Vec::with_capacity(flows as usize);
     for f in 0..flows {
         let mut local = unspecified;
         if let Some(b) = base {
             let port = u32::from(b) + f;
             if port > 65535 {
-                return Err(format!("--src-port-base {b} + {flows} flows exceeds port 65535"));
+                return Err(format!(
+                    "--src-port-base {b} + {flows} flows exceeds port 65535"
+                ));
             }
             local.set_port(port as u16);
         }
@@ -145,7 +167,8 @@ fn send(dst: SocketAddr, flows: u32, count: u64, base: Option<u16>, pps: u64, si
         socks.push(s);
     }
     if warmup_ms > 0 {
-        send_one(&socks[0], &payload(KIND_WARMUP, 0, 0, size)).map_err(|e| format!("warm-up send to {dst}: {e}"))?;
+        send_one(&socks[0], &payload(KIND_WARMUP, 0, 0, size))
+            .map_err(|e| format!("warm-up send to {dst}: {e}"))?;
         std::thread::sleep(Duration::from_millis(warmup_ms));
     }
     let start = Instant::now();
@@ -170,7 +193,10 @@ fn send(dst: SocketAddr, flows: u32, count: u64, base: Option<u16>, pps: u64, si
             }
         }
     }
-    let ports: Vec<u16> = socks.iter().filter_map(|s| s.local_addr().ok().map(|a| a.port())).collect();
+    let ports: Vec<u16> = socks
+        .iter()
+        .filter_map(|s| s.local_addr().ok().map(|a| a.port()))
+        .collect();
     let out = serde_json::json!({
         "sent": sent, "flows": flows, "count": count, "send_errors": errors, "first_error": first_error,
         "warmup": warmup_ms > 0, "elapsed_s": start.elapsed().as_secs_f64(),
@@ -188,12 +214,14 @@ struct FlowState {
 
 fn recv(bind: SocketAddr, expect: u64, timeout: f64, linger_ms: u64) -> Result<bool, String> {
     let s = UdpSocket::bind(bind).map_err(|e| format!("bind {bind}: {e}"))?;
-    s.set_read_timeout(Some(Duration::from_millis(20))).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_millis(20)))
+        .map_err(|e| e.to_string())?;
     eprintln!("tqfwd-udp-peer: listening on {bind}");
     let start = Instant::now();
     let deadline = start + Duration::from_secs_f64(timeout.max(0.0));
     let mut flows: BTreeMap<u32, FlowState> = BTreeMap::new();
-    let (mut received, mut unique, mut dups, mut violations, mut warmup, mut foreign) = (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
+    let (mut received, mut unique, mut dups, mut violations, mut warmup, mut foreign) =
+        (0u64, 0u64, 0u64, 0u64, 0u64, 0u64);
     let mut first_violation: Option<String> = None;
     let mut complete_at: Option<Instant> = None;
     let mut buf = vec![0u8; 65536];
@@ -210,7 +238,14 @@ fn recv(bind: SocketAddr, expect: u64, timeout: f64, linger_ms: u64) -> Result<b
         }
         let n = match s.recv(&mut buf) {
             Ok(n) => n,
-            Err(e) if matches!(e.kind(), ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted) => continue,
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    ErrorKind::WouldBlock | ErrorKind::TimedOut | ErrorKind::Interrupted
+                ) =>
+            {
+                continue
+            }
             Err(e) => return Err(format!("recv: {e}")),
         };
         match parse(&buf[..n]) {
@@ -225,7 +260,8 @@ fn recv(bind: SocketAddr, expect: u64, timeout: f64, linger_ms: u64) -> Result<b
                 if let Some(m) = st.max_seq {
                     if seq < m {
                         violations += 1;
-                        first_violation.get_or_insert_with(|| format!("flow {flow}: seq {seq} after {m}"));
+                        first_violation
+                            .get_or_insert_with(|| format!("flow {flow}: seq {seq} after {m}"));
                     }
                 }
                 st.max_seq = Some(st.max_seq.map_or(seq, |m| m.max(seq)));
@@ -261,10 +297,29 @@ fn main() -> ExitCode {
         }
     };
     let r = match cli.cmd {
-        Cmd::Send { dst, flows, count, src_port_base, pps, size, warmup_ms } => {
-            send(dst, flows, count, src_port_base, pps, usize::from(size), warmup_ms)
-        }
-        Cmd::Recv { bind, expect, timeout, linger_ms } => recv(bind, expect, timeout, linger_ms),
+        Cmd::Send {
+            dst,
+            flows,
+            count,
+            src_port_base,
+            pps,
+            size,
+            warmup_ms,
+        } => send(
+            dst,
+            flows,
+            count,
+            src_port_base,
+            pps,
+            usize::from(size),
+            warmup_ms,
+        ),
+        Cmd::Recv {
+            bind,
+            expect,
+            timeout,
+            linger_ms,
+        } => recv(bind, expect, timeout, linger_ms),
     };
     match r {
         Ok(true) => ExitCode::SUCCESS,
@@ -289,6 +344,9 @@ mod tests {
         let mut bad = p.clone();
         bad[0] = b'X';
         assert_eq!(parse(&bad), None);
-        assert_eq!(parse(&payload(KIND_WARMUP, 0, 0, HEADER)), Some((KIND_WARMUP, 0, 0)));
+        assert_eq!(
+            parse(&payload(KIND_WARMUP, 0, 0, HEADER)),
+            Some((KIND_WARMUP, 0, 0))
+        );
     }
 }

@@ -34,12 +34,18 @@ impl Eal {
         if ret < 0 {
             return Err(DpdkError::from_errno("rte_eal_init"));
         }
-        Ok(Eal { _args: cargs, _argv: argv, cleaned: false })
+        Ok(Eal {
+            _args: cargs,
+            _argv: argv,
+            cleaned: false,
+        })
     }
 
     /// Enabled lcores, in id order (main included).
     pub fn lcores(&self) -> Vec<Lcore> {
-        (0..sys::RTE_MAX_LCORE).filter(|&l| self.lcore_enabled(l)).collect()
+        (0..sys::RTE_MAX_LCORE)
+            .filter(|&l| self.lcore_enabled(l))
+            .collect()
     }
 
     pub fn lcore_enabled(&self, lcore: Lcore) -> bool {

@@ -92,13 +92,22 @@ impl FlowRule {
         let ipv4_spec = &r.ipv4_spec as *const _ as *const std::ffi::c_void;
         let ipv4_mask = &r.ipv4_mask as *const _ as *const std::ffi::c_void;
         let (l4_spec, l4_mask) = if l4 == Some(sys::RTE_FLOW_ITEM_TYPE_UDP) {
-            (&r.udp_spec as *const _ as *const std::ffi::c_void, &r.udp_mask as *const _ as *const std::ffi::c_void)
+            (
+                &r.udp_spec as *const _ as *const std::ffi::c_void,
+                &r.udp_mask as *const _ as *const std::ffi::c_void,
+            )
         } else {
-            (&r.tcp_spec as *const _ as *const std::ffi::c_void, &r.tcp_mask as *const _ as *const std::ffi::c_void)
+            (
+                &r.tcp_spec as *const _ as *const std::ffi::c_void,
+                &r.tcp_mask as *const _ as *const std::ffi::c_void,
+            )
         };
         let mut pattern = Vec::new();
         for &t in &r.item_types {
-            let mut item = sys::rte_flow_item { type_: t, ..Default::default() };
+            let mut item = sys::rte_flow_item {
+                type_: t,
+                ..Default::default()
+            };
             if t == sys::RTE_FLOW_ITEM_TYPE_IPV4 {
                 item.spec = ipv4_spec;
                 item.mask = ipv4_mask;
@@ -111,8 +120,14 @@ impl FlowRule {
         r.pattern = pattern;
         let queue_conf = &r.queue as *const _ as *const std::ffi::c_void;
         r.actions = vec![
-            sys::rte_flow_action { type_: sys::RTE_FLOW_ACTION_TYPE_QUEUE, conf: queue_conf },
-            sys::rte_flow_action { type_: sys::RTE_FLOW_ACTION_TYPE_END, conf: std::ptr::null() },
+            sys::rte_flow_action {
+                type_: sys::RTE_FLOW_ACTION_TYPE_QUEUE,
+                conf: queue_conf,
+            },
+            sys::rte_flow_action {
+                type_: sys::RTE_FLOW_ACTION_TYPE_END,
+                conf: std::ptr::null(),
+            },
         ];
         r
     }
@@ -121,7 +136,9 @@ impl FlowRule {
         let mut e = DpdkError::from_ret(call, ret);
         if !err.message.is_null() {
             // SAFETY: the PMD sets message to a static NUL-terminated string.
-            let msg = unsafe { CStr::from_ptr(err.message) }.to_string_lossy().into_owned();
+            let msg = unsafe { CStr::from_ptr(err.message) }
+                .to_string_lossy()
+                .into_owned();
             if msg != e.text {
                 e.text = format!("{} ({msg})", e.text);
             }
@@ -134,9 +151,21 @@ impl FlowRule {
         let mut err = sys::rte_flow_error::default();
         // SAFETY: attr, pattern and actions point into self (alive for the
         // call); arrays end with END entries.
-        let ret = unsafe { sys::rte_flow_validate(port, &self.attr, self.pattern.as_ptr(), self.actions.as_ptr(), &mut err) };
+        let ret = unsafe {
+            sys::rte_flow_validate(
+                port,
+                &self.attr,
+                self.pattern.as_ptr(),
+                self.actions.as_ptr(),
+                &mut err,
+            )
+        };
         if ret != 0 {
-            return Err(Self::error_text(&format!("rte_flow_validate(port {port})"), ret, &err));
+            return Err(Self::error_text(
+                &format!("rte_flow_validate(port {port})"),
+                ret,
+                &err,
+            ));
         }
         Ok(())
     }
@@ -145,9 +174,21 @@ impl FlowRule {
     pub fn create(&self, port: u16) -> Result<InstalledFlow, DpdkError> {
         let mut err = sys::rte_flow_error::default();
         // SAFETY: as validate().
-        let flow = unsafe { sys::rte_flow_create(port, &self.attr, self.pattern.as_ptr(), self.actions.as_ptr(), &mut err) };
+        let flow = unsafe {
+            sys::rte_flow_create(
+                port,
+                &self.attr,
+                self.pattern.as_ptr(),
+                self.actions.as_ptr(),
+                &mut err,
+            )
+        };
         if flow.is_null() {
-            return Err(Self::error_text(&format!("rte_flow_create(port {port})"), -super::rte_errno(), &err));
+            return Err(Self::error_text(
+                &format!("rte_flow_create(port {port})"),
+                -super::rte_errno(),
+                &err,
+            ));
         }
         Ok(InstalledFlow { port, flow })
     }
@@ -168,7 +209,11 @@ impl InstalledFlow {
         // SAFETY: a flow created on this port and destroyed once.
         let ret = unsafe { sys::rte_flow_destroy(self.port, self.flow, &mut err) };
         if ret != 0 {
-            return Err(FlowRule::error_text(&format!("rte_flow_destroy(port {})", self.port), ret, &err));
+            return Err(FlowRule::error_text(
+                &format!("rte_flow_destroy(port {})", self.port),
+                ret,
+                &err,
+            ));
         }
         Ok(())
     }
@@ -181,9 +226,19 @@ mod tests {
 
     #[test]
     fn udp_dst_port_rule_fields() {
-        let m = parse_class("kv:udp,dst=10.1.0.0/16,dst-port=8080:2").unwrap().matcher;
+        let m = parse_class("kv:udp,dst=10.1.0.0/16,dst-port=8080:2")
+            .unwrap()
+            .matcher;
         let r = FlowRule::build(&m, 5);
-        assert_eq!(r.item_types, vec![sys::RTE_FLOW_ITEM_TYPE_ETH, sys::RTE_FLOW_ITEM_TYPE_IPV4, sys::RTE_FLOW_ITEM_TYPE_UDP, sys::RTE_FLOW_ITEM_TYPE_END]);
+        assert_eq!(
+            r.item_types,
+            vec![
+                sys::RTE_FLOW_ITEM_TYPE_ETH,
+                sys::RTE_FLOW_ITEM_TYPE_IPV4,
+                sys::RTE_FLOW_ITEM_TYPE_UDP,
+                sys::RTE_FLOW_ITEM_TYPE_END
+            ]
+        );
         assert_eq!(r.attr.ingress(), 1);
         assert_eq!(r.attr.egress(), 0);
         assert_eq!(r.ipv4_spec.hdr.next_proto_id, 17);
@@ -192,16 +247,28 @@ mod tests {
         assert_eq!({ r.ipv4_spec.hdr.dst_addr }.to_ne_bytes(), [10, 1, 0, 0]);
         assert_eq!({ r.ipv4_mask.hdr.dst_addr }.to_ne_bytes(), [255, 255, 0, 0]);
         assert_eq!({ r.ipv4_mask.hdr.src_addr }, 0, "src not matched");
-        assert_eq!({ r.udp_spec.hdr.dst_port }.to_ne_bytes(), 8080u16.to_be_bytes());
+        assert_eq!(
+            { r.udp_spec.hdr.dst_port }.to_ne_bytes(),
+            8080u16.to_be_bytes()
+        );
         assert_eq!({ r.udp_mask.hdr.dst_port }, 0xffff);
         assert_eq!({ r.udp_mask.hdr.src_port }, 0);
         assert_eq!(r.queue.index, 5);
         assert_eq!(r.actions.len(), 2);
         assert_eq!(r.actions[0].type_, sys::RTE_FLOW_ACTION_TYPE_QUEUE);
-        assert_eq!(r.actions[0].conf, &r.queue as *const _ as *const std::ffi::c_void);
+        assert_eq!(
+            r.actions[0].conf,
+            &r.queue as *const _ as *const std::ffi::c_void
+        );
         assert_eq!(r.actions[1].type_, sys::RTE_FLOW_ACTION_TYPE_END);
-        assert_eq!(r.pattern[2].spec, &r.udp_spec as *const _ as *const std::ffi::c_void);
-        assert_eq!(r.pattern[2].mask, &r.udp_mask as *const _ as *const std::ffi::c_void);
+        assert_eq!(
+            r.pattern[2].spec,
+            &r.udp_spec as *const _ as *const std::ffi::c_void
+        );
+        assert_eq!(
+            r.pattern[2].mask,
+            &r.udp_mask as *const _ as *const std::ffi::c_void
+        );
         assert!(r.pattern[0].spec.is_null(), "eth matches any");
     }
 
@@ -210,11 +277,24 @@ mod tests {
         let m = parse_class("web:tcp,src-port=443:2").unwrap().matcher;
         let r = FlowRule::build(&m, 1);
         assert_eq!(r.item_types[2], sys::RTE_FLOW_ITEM_TYPE_TCP);
-        assert_eq!({ r.tcp_spec.hdr.src_port }.to_ne_bytes(), 443u16.to_be_bytes());
-        assert_eq!(r.pattern[2].spec, &r.tcp_spec as *const _ as *const std::ffi::c_void);
+        assert_eq!(
+            { r.tcp_spec.hdr.src_port }.to_ne_bytes(),
+            443u16.to_be_bytes()
+        );
+        assert_eq!(
+            r.pattern[2].spec,
+            &r.tcp_spec as *const _ as *const std::ffi::c_void
+        );
         let n = parse_class("net:src=192.168.1.7/32:3").unwrap().matcher;
         let r = FlowRule::build(&n, 2);
-        assert_eq!(r.item_types, vec![sys::RTE_FLOW_ITEM_TYPE_ETH, sys::RTE_FLOW_ITEM_TYPE_IPV4, sys::RTE_FLOW_ITEM_TYPE_END]);
+        assert_eq!(
+            r.item_types,
+            vec![
+                sys::RTE_FLOW_ITEM_TYPE_ETH,
+                sys::RTE_FLOW_ITEM_TYPE_IPV4,
+                sys::RTE_FLOW_ITEM_TYPE_END
+            ]
+        );
         assert_eq!({ r.ipv4_mask.hdr.src_addr }, u32::MAX);
         assert_eq!({ r.ipv4_mask.hdr.next_proto_id }, 0);
     }

@@ -54,7 +54,10 @@ impl MbufPtr {
         // invariants.
         unsafe {
             let m = &*self.raw();
-            std::slice::from_raw_parts((m.buf_addr as *const u8).add(m.data_off as usize), m.data_len as usize)
+            std::slice::from_raw_parts(
+                (m.buf_addr as *const u8).add(m.data_off as usize),
+                m.data_len as usize,
+            )
         }
     }
 
@@ -65,7 +68,10 @@ impl MbufPtr {
         // the data while we hold &mut self.
         unsafe {
             let m = &*self.raw();
-            std::slice::from_raw_parts_mut((m.buf_addr as *mut u8).add(m.data_off as usize), m.data_len as usize)
+            std::slice::from_raw_parts_mut(
+                (m.buf_addr as *mut u8).add(m.data_off as usize),
+                m.data_len as usize,
+            )
         }
     }
 
@@ -144,7 +150,9 @@ fn prefetch(p: *const u8) {
     #[cfg(target_arch = "x86_64")]
     {
         // SAFETY: prefetch is a hint; it never faults, whatever the address.
-        unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8) };
+        unsafe {
+            core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+        };
     }
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
@@ -179,7 +187,13 @@ impl Packet {
     const OFFSET_IN_HEADER: u16 = u16::MAX;
     /// Flag: this packet carries an RX timestamp (latency sample).
     const SAMPLED: u16 = 1;
-    const EMPTY: Packet = Packet { mbuf: MbufPtr::EMPTY, frame_offset: 0, len: 0, port: 0, flags: 0 };
+    const EMPTY: Packet = Packet {
+        mbuf: MbufPtr::EMPTY,
+        frame_offset: 0,
+        len: 0,
+        port: 0,
+        flags: 0,
+    };
 
     /// Reads the header facts of a freshly received mbuf (on the RX lcore).
     #[inline]
@@ -187,11 +201,25 @@ impl Packet {
         // SAFETY: live owned mbuf; plain field reads.
         let (start, len, port) = unsafe {
             let h = &*m.raw();
-            ((h.buf_addr as usize).wrapping_add(h.data_off as usize), h.data_len, h.port)
+            (
+                (h.buf_addr as usize).wrapping_add(h.data_off as usize),
+                h.data_len,
+                h.port,
+            )
         };
         let off = start.wrapping_sub(m.raw() as usize);
-        let frame_offset = if off < Self::OFFSET_IN_HEADER as usize { off as u16 } else { Self::OFFSET_IN_HEADER };
-        Packet { mbuf: m, frame_offset, len, port, flags: 0 }
+        let frame_offset = if off < Self::OFFSET_IN_HEADER as usize {
+            off as u16
+        } else {
+            Self::OFFSET_IN_HEADER
+        };
+        Packet {
+            mbuf: m,
+            frame_offset,
+            len,
+            port,
+            flags: 0,
+        }
     }
 
     /// The mbuf itself (to transmit or free it).
@@ -289,7 +317,12 @@ impl BurstItem for MbufPtr {
     unsafe fn free_bulk(items: &mut [Self]) {
         // SAFETY: live owned mbufs (caller's contract); MbufPtr is
         // repr(transparent) over a non-null `*mut rte_mbuf`.
-        unsafe { sys::rte_pktmbuf_free_bulk(items.as_mut_ptr() as *mut *mut sys::rte_mbuf, items.len() as u32) }
+        unsafe {
+            sys::rte_pktmbuf_free_bulk(
+                items.as_mut_ptr() as *mut *mut sys::rte_mbuf,
+                items.len() as u32,
+            )
+        }
     }
 }
 
@@ -328,7 +361,11 @@ impl U64Field {
         let cname = CString::new(name).expect("field name has no NUL");
         let bytes = cname.as_bytes_with_nul();
         if bytes.len() > desc.name.len() {
-            return Err(DpdkError { call: "rte_mbuf_dynfield_register".into(), code: libc::EINVAL, text: "name too long".into() });
+            return Err(DpdkError {
+                call: "rte_mbuf_dynfield_register".into(),
+                code: libc::EINVAL,
+                text: "name too long".into(),
+            });
         }
         for (d, b) in desc.name.iter_mut().zip(bytes) {
             *d = *b as std::os::raw::c_char;
@@ -338,11 +375,17 @@ impl U64Field {
         // SAFETY: valid descriptor; returns the offset or -1 with rte_errno.
         let off = unsafe { sys::rte_mbuf_dynfield_register(&desc) };
         if off < 0 {
-            return Err(DpdkError::from_errno(format!("rte_mbuf_dynfield_register({name})")));
+            return Err(DpdkError::from_errno(format!(
+                "rte_mbuf_dynfield_register({name})"
+            )));
         }
         let offset = off as usize;
         if offset + 8 > std::mem::size_of::<sys::rte_mbuf>() || offset % 8 != 0 {
-            return Err(DpdkError { call: "rte_mbuf_dynfield_register".into(), code: libc::EINVAL, text: format!("bad offset {offset}") });
+            return Err(DpdkError {
+                call: "rte_mbuf_dynfield_register".into(),
+                code: libc::EINVAL,
+                text: format!("bad offset {offset}"),
+            });
         }
         Ok(U64Field { offset })
     }
@@ -365,7 +408,10 @@ impl<T: BurstItem> Default for Burst<T> {
 
 impl<T: BurstItem> Burst<T> {
     pub const fn new() -> Self {
-        Burst { slots: [T::EMPTY; MAX_BURST], len: 0 }
+        Burst {
+            slots: [T::EMPTY; MAX_BURST],
+            len: 0,
+        }
     }
 
     #[inline]
@@ -459,7 +505,6 @@ impl<T: BurstItem> Burst<T> {
         self.len = kept;
         freed
     }
-
 }
 
 impl Burst<MbufPtr> {
@@ -482,7 +527,11 @@ impl<T: BurstItem> Drop for Burst<T> {
     fn drop(&mut self) {
         // Nothing is lost silently: a burst dropped with mbufs inside frees
         // them. The pipeline drains and counts before this happens.
-        debug_assert!(self.len == 0, "MbufBurst dropped holding {} mbufs", self.len);
+        debug_assert!(
+            self.len == 0,
+            "MbufBurst dropped holding {} mbufs",
+            self.len
+        );
         self.free_all();
     }
 }
@@ -520,7 +569,10 @@ mod tests {
     fn packet_reads_frame_without_header_when_offset_fits() {
         let mut f = fake(100, 60, 3);
         let mut p = Packet::from_rx(handle(&mut f));
-        assert_eq!(p.frame_offset as usize, std::mem::size_of::<sys::rte_mbuf>() + 100);
+        assert_eq!(
+            p.frame_offset as usize,
+            std::mem::size_of::<sys::rte_mbuf>() + 100
+        );
         assert_eq!((p.port(), p.len()), (3, 60));
         assert_eq!(p.data(), &f.room[100..160]);
         // The header no longer matters: the packet kept what it needs.
@@ -557,7 +609,10 @@ mod tests {
         }
         a.hdr.data_off = 10;
         a.hdr.data_len = 20;
-        for (buf, expect) in [(a.before.as_mut_ptr(), 0usize), (a.after[80_000..].as_mut_ptr(), 1)] {
+        for (buf, expect) in [
+            (a.before.as_mut_ptr(), 0usize),
+            (a.after[80_000..].as_mut_ptr(), 1),
+        ] {
             a.hdr.buf_addr = buf as *mut std::ffi::c_void;
             let p = Packet::from_rx(MbufPtr(NonNull::from(&mut a.hdr)));
             assert_eq!(p.frame_offset, Packet::OFFSET_IN_HEADER);

@@ -17,7 +17,12 @@ impl UnitMemory for SocketMemory {
         // SAFETY: a NULL name is allowed; align is a power of two (Layout
         // guarantees it); returns NULL on failure.
         let p = unsafe {
-            sys::rte_zmalloc_socket(std::ptr::null(), layout.size(), layout.align() as u32, self.socket)
+            sys::rte_zmalloc_socket(
+                std::ptr::null(),
+                layout.size(),
+                layout.align() as u32,
+                self.socket,
+            )
         };
         NonNull::new(p as *mut u8)
     }

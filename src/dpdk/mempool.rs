@@ -27,12 +27,26 @@ impl Mempool {
         // SAFETY: valid C string; EAL initialised; returns NULL with rte_errno
         // on failure.
         let raw = unsafe {
-            sys::rte_pktmbuf_pool_create(cname.as_ptr(), size, cache, 0, sys::tqfwd_mbuf_default_buf_size, socket)
+            sys::rte_pktmbuf_pool_create(
+                cname.as_ptr(),
+                size,
+                cache,
+                0,
+                sys::tqfwd_mbuf_default_buf_size,
+                socket,
+            )
         };
         if raw.is_null() {
-            return Err(DpdkError::from_errno(format!("rte_pktmbuf_pool_create({name}, {size} mbufs, socket {socket})")));
+            return Err(DpdkError::from_errno(format!(
+                "rte_pktmbuf_pool_create({name}, {size} mbufs, socket {socket})"
+            )));
         }
-        Ok(Mempool { raw, name: name.to_string(), size, socket })
+        Ok(Mempool {
+            raw,
+            name: name.to_string(),
+            size,
+            socket,
+        })
     }
 
     pub(crate) fn raw(&self) -> *mut sys::rte_mempool {

@@ -43,20 +43,32 @@ impl DpdkError {
     /// code is not negative, from `rte_errno`.
     pub fn from_ret(call: impl Into<String>, ret: i32) -> Self {
         let code = if ret < 0 { -ret } else { rte_errno() };
-        DpdkError { call: call.into(), code, text: strerror(code) }
+        DpdkError {
+            call: call.into(),
+            code,
+            text: strerror(code),
+        }
     }
 
     /// Builds an error from the current `rte_errno` (for calls that return
     /// NULL or -1 and set `rte_errno`).
     pub fn from_errno(call: impl Into<String>) -> Self {
         let code = rte_errno();
-        DpdkError { call: call.into(), code, text: strerror(code) }
+        DpdkError {
+            call: call.into(),
+            code,
+            text: strerror(code),
+        }
     }
 }
 
 impl fmt::Display for DpdkError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} failed: {} (errno {})", self.call, self.text, self.code)
+        write!(
+            f,
+            "{} failed: {} (errno {})",
+            self.call, self.text, self.code
+        )
     }
 }
 
@@ -105,7 +117,11 @@ pub fn pause() {
 /// DPDK's version string, e.g. "DPDK 22.11.11".
 pub fn version() -> String {
     // SAFETY: rte_version returns a static NUL-terminated string.
-    unsafe { CStr::from_ptr(sys::rte_version()).to_string_lossy().into_owned() }
+    unsafe {
+        CStr::from_ptr(sys::rte_version())
+            .to_string_lossy()
+            .into_owned()
+    }
 }
 
 /// The TSC read inline (`rdtsc`), for per-packet use (busy loops,

@@ -90,22 +90,30 @@ impl Port {
         // SAFETY: valid out-pointer to a zeroed struct.
         let ret = unsafe { sys::rte_eth_dev_info_get(self.0, &mut info) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_dev_info_get(port {})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_dev_info_get(port {})", self.0),
+                ret,
+            ));
         }
         let driver = if info.driver_name.is_null() {
             String::from("?")
         } else {
             // SAFETY: driver_name is a static NUL-terminated string of the PMD.
-            unsafe { CStr::from_ptr(info.driver_name) }.to_string_lossy().into_owned()
+            unsafe { CStr::from_ptr(info.driver_name) }
+                .to_string_lossy()
+                .into_owned()
         };
         let mut name_buf = [0 as std::os::raw::c_char; 64];
         // SAFETY: buffer of RTE_ETH_NAME_MAX_LEN (64) bytes as the API requires.
-        let name = if unsafe { sys::rte_eth_dev_get_name_by_port(self.0, name_buf.as_mut_ptr()) } == 0 {
-            // SAFETY: the call wrote a NUL-terminated name into the buffer.
-            unsafe { CStr::from_ptr(name_buf.as_ptr()) }.to_string_lossy().into_owned()
-        } else {
-            format!("port{}", self.0)
-        };
+        let name =
+            if unsafe { sys::rte_eth_dev_get_name_by_port(self.0, name_buf.as_mut_ptr()) } == 0 {
+                // SAFETY: the call wrote a NUL-terminated name into the buffer.
+                unsafe { CStr::from_ptr(name_buf.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            } else {
+                format!("port{}", self.0)
+            };
         // SAFETY: plain query.
         let socket = unsafe { sys::rte_eth_dev_socket_id(self.0) };
         Ok(PortInfo {
@@ -125,7 +133,13 @@ impl Port {
 
     /// `rte_eth_dev_configure` with `rss_hf` != 0 enabling RSS over those
     /// hash functions.
-    pub fn configure(self, rx_queues: u16, tx_queues: u16, rss_hf: u64, tx_offloads: u64) -> Result<(), DpdkError> {
+    pub fn configure(
+        self,
+        rx_queues: u16,
+        tx_queues: u16,
+        rss_hf: u64,
+        tx_offloads: u64,
+    ) -> Result<(), DpdkError> {
         let mut conf = sys::rte_eth_conf::default();
         if rss_hf != 0 {
             conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
@@ -138,7 +152,10 @@ impl Port {
         let ret = unsafe { sys::rte_eth_dev_configure(self.0, rx_queues, tx_queues, &conf) };
         if ret != 0 {
             return Err(DpdkError::from_ret(
-                format!("rte_eth_dev_configure(port {}, {rx_queues} RX, {tx_queues} TX queues)", self.0),
+                format!(
+                    "rte_eth_dev_configure(port {}, {rx_queues} RX, {tx_queues} TX queues)",
+                    self.0
+                ),
                 ret,
             ));
         }
@@ -150,29 +167,60 @@ impl Port {
         // SAFETY: valid pointers to u16.
         let ret = unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(self.0, rxd, txd) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {})", self.0),
+                ret,
+            ));
         }
         Ok(())
     }
 
-    pub fn setup_rx_queue(self, queue: u16, descriptors: u16, socket: i32, pool: &Mempool) -> Result<(), DpdkError> {
+    pub fn setup_rx_queue(
+        self,
+        queue: u16,
+        descriptors: u16,
+        socket: i32,
+        pool: &Mempool,
+    ) -> Result<(), DpdkError> {
         let socket = if socket < 0 { 0 } else { socket as u32 };
         // SAFETY: NULL rxconf means the device default; the pool outlives
         // the port (closed before the pool is freed).
-        let ret = unsafe { sys::rte_eth_rx_queue_setup(self.0, queue, descriptors, socket, std::ptr::null(), pool.raw()) };
+        let ret = unsafe {
+            sys::rte_eth_rx_queue_setup(
+                self.0,
+                queue,
+                descriptors,
+                socket,
+                std::ptr::null(),
+                pool.raw(),
+            )
+        };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_rx_queue_setup(port {}, queue {queue})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_rx_queue_setup(port {}, queue {queue})", self.0),
+                ret,
+            ));
         }
         Ok(())
     }
 
-    pub fn setup_tx_queue(self, queue: u16, descriptors: u16, socket: i32) -> Result<(), DpdkError> {
+    pub fn setup_tx_queue(
+        self,
+        queue: u16,
+        descriptors: u16,
+        socket: i32,
+    ) -> Result<(), DpdkError> {
         let socket = if socket < 0 { 0 } else { socket as u32 };
         // SAFETY: NULL txconf means the device default (with port-level
         // offloads from configure()).
-        let ret = unsafe { sys::rte_eth_tx_queue_setup(self.0, queue, descriptors, socket, std::ptr::null()) };
+        let ret = unsafe {
+            sys::rte_eth_tx_queue_setup(self.0, queue, descriptors, socket, std::ptr::null())
+        };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_tx_queue_setup(port {}, queue {queue})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_tx_queue_setup(port {}, queue {queue})", self.0),
+                ret,
+            ));
         }
         Ok(())
     }
@@ -181,7 +229,10 @@ impl Port {
         // SAFETY: configured port.
         let ret = unsafe { sys::rte_eth_dev_start(self.0) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_dev_start(port {})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_dev_start(port {})", self.0),
+                ret,
+            ));
         }
         Ok(())
     }
@@ -190,7 +241,10 @@ impl Port {
         // SAFETY: valid port id; no lcore polls it any more (caller's duty).
         let ret = unsafe { sys::rte_eth_dev_stop(self.0) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_dev_stop(port {})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_dev_stop(port {})", self.0),
+                ret,
+            ));
         }
         Ok(())
     }
@@ -200,7 +254,10 @@ impl Port {
         // SAFETY: stopped port, no lcore uses it.
         let ret = unsafe { sys::rte_eth_dev_close(self.0) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_dev_close(port {})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_dev_close(port {})", self.0),
+                ret,
+            ));
         }
         Ok(())
     }
@@ -209,7 +266,10 @@ impl Port {
         // SAFETY: valid port id.
         let ret = unsafe { sys::rte_eth_promiscuous_enable(self.0) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_promiscuous_enable(port {})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_promiscuous_enable(port {})", self.0),
+                ret,
+            ));
         }
         Ok(())
     }
@@ -233,7 +293,10 @@ impl Port {
         // SAFETY: valid out-pointer.
         let ret = unsafe { sys::rte_eth_macaddr_get(self.0, &mut addr) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(format!("rte_eth_macaddr_get(port {})", self.0), ret));
+            return Err(DpdkError::from_ret(
+                format!("rte_eth_macaddr_get(port {})", self.0),
+                ret,
+            ));
         }
         Ok(addr.addr_bytes)
     }
@@ -282,4 +345,3 @@ impl Port {
         sent
     }
 }
-

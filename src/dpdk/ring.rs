@@ -33,7 +33,12 @@ unsafe impl<T: RingItem> Sync for Ring<T> {}
 impl<T: RingItem> Ring<T> {
     /// Creates a ring holding exactly `depth` handles on `socket`.
     /// `multi_producer` selects MP enqueue; dequeue is always SC.
-    pub fn create(label: &str, depth: u32, socket: i32, multi_producer: bool) -> Result<Arc<Ring<T>>, DpdkError> {
+    pub fn create(
+        label: &str,
+        depth: u32,
+        socket: i32,
+        multi_producer: bool,
+    ) -> Result<Arc<Ring<T>>, DpdkError> {
         let seq = RING_SEQ.fetch_add(1, Ordering::Relaxed);
         // RTE_RING_NAMESIZE is 29 bytes incl. NUL.
         let mut name = format!("tq{seq}_{label}");
@@ -45,11 +50,25 @@ impl<T: RingItem> Ring<T> {
         }
         // SAFETY: valid C name; esize is a multiple of 4 (RingItem);
         // returns NULL with rte_errno on failure.
-        let raw = unsafe { sys::rte_ring_create_elem(cname.as_ptr(), std::mem::size_of::<T>() as u32, depth, socket, flags) };
+        let raw = unsafe {
+            sys::rte_ring_create_elem(
+                cname.as_ptr(),
+                std::mem::size_of::<T>() as u32,
+                depth,
+                socket,
+                flags,
+            )
+        };
         if raw.is_null() {
-            return Err(DpdkError::from_errno(format!("rte_ring_create({name}, {depth} slots, socket {socket})")));
+            return Err(DpdkError::from_errno(format!(
+                "rte_ring_create({name}, {depth} slots, socket {socket})"
+            )));
         }
-        Ok(Arc::new(Ring { raw, capacity: depth, _items: std::marker::PhantomData }))
+        Ok(Arc::new(Ring {
+            raw,
+            capacity: depth,
+            _items: std::marker::PhantomData,
+        }))
     }
 
     pub fn count(&self) -> u32 {
@@ -115,8 +134,12 @@ impl<T: RingItem> BurstSender<T> for RingSender<T> {
         // element size; the ring copies the accepted prefix.
         unsafe {
             if pointer_sized::<T>() {
-                sys::rte_ring_enqueue_burst(self.0.raw, items.as_ptr() as *const *mut c_void, items.len() as u32, std::ptr::null_mut())
-                    as usize
+                sys::rte_ring_enqueue_burst(
+                    self.0.raw,
+                    items.as_ptr() as *const *mut c_void,
+                    items.len() as u32,
+                    std::ptr::null_mut(),
+                ) as usize
             } else {
                 sys::rte_ring_enqueue_burst_elem(
                     self.0.raw,
@@ -139,8 +162,12 @@ impl<T: RingItem> BurstReceiver<T> for RingReceiver<T> {
         // writes are valid T.
         unsafe {
             if pointer_sized::<T>() {
-                sys::rte_ring_dequeue_burst(self.0.raw, out.as_mut_ptr() as *mut *mut c_void, out.len() as u32, std::ptr::null_mut())
-                    as usize
+                sys::rte_ring_dequeue_burst(
+                    self.0.raw,
+                    out.as_mut_ptr() as *mut *mut c_void,
+                    out.len() as u32,
+                    std::ptr::null_mut(),
+                ) as usize
             } else {
                 sys::rte_ring_dequeue_burst_elem(
                     self.0.raw,

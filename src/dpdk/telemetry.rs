@@ -62,17 +62,30 @@ unsafe fn fill_scalars(d: *mut sys::rte_tel_data, entries: &[(String, TelValue)]
     }
 }
 
-unsafe extern "C" fn on_command(cmd: *const c_char, params: *const c_char, info: *mut sys::rte_tel_data) -> c_int {
+unsafe extern "C" fn on_command(
+    cmd: *const c_char,
+    params: *const c_char,
+    info: *mut sys::rte_tel_data,
+) -> c_int {
     // SAFETY: DPDK passes NUL-terminated strings (params may be NULL).
-    let cmd = unsafe { CStr::from_ptr(cmd) }.to_string_lossy().into_owned();
+    let cmd = unsafe { CStr::from_ptr(cmd) }
+        .to_string_lossy()
+        .into_owned();
     let params = if params.is_null() {
         String::new()
     } else {
         // SAFETY: as above.
-        unsafe { CStr::from_ptr(params) }.to_string_lossy().into_owned()
+        unsafe { CStr::from_ptr(params) }
+            .to_string_lossy()
+            .into_owned()
     };
-    let handler = REGISTRY.lock().ok().and_then(|r| r.iter().find(|(c, _)| *c == cmd).map(|(_, h)| h.clone()));
-    let Some(handler) = handler else { return -libc::EINVAL };
+    let handler = REGISTRY
+        .lock()
+        .ok()
+        .and_then(|r| r.iter().find(|(c, _)| *c == cmd).map(|(_, h)| h.clone()));
+    let Some(handler) = handler else {
+        return -libc::EINVAL;
+    };
     let entries = handler(&params);
     // SAFETY: `info` is the response object DPDK gave us; children are
     // allocated with rte_tel_data_alloc and handed over with keep = 0 (DPDK
@@ -99,8 +112,16 @@ unsafe extern "C" fn on_command(cmd: *const c_char, params: *const c_char, info:
 }
 
 /// Registers (or replaces the handler of) the telemetry command `cmd`.
-pub fn register(cmd: &str, help: &str, handler: impl Fn(&str) -> Vec<(String, TelValue)> + Send + Sync + 'static) -> Result<(), DpdkError> {
-    let mut reg = REGISTRY.lock().map_err(|_| DpdkError { call: "telemetry".into(), code: 0, text: "registry poisoned".into() })?;
+pub fn register(
+    cmd: &str,
+    help: &str,
+    handler: impl Fn(&str) -> Vec<(String, TelValue)> + Send + Sync + 'static,
+) -> Result<(), DpdkError> {
+    let mut reg = REGISTRY.lock().map_err(|_| DpdkError {
+        call: "telemetry".into(),
+        code: 0,
+        text: "registry poisoned".into(),
+    })?;
     if let Some(slot) = reg.iter_mut().find(|(c, _)| c == cmd) {
         slot.1 = Arc::new(handler);
         return Ok(());
@@ -109,9 +130,14 @@ pub fn register(cmd: &str, help: &str, handler: impl Fn(&str) -> Vec<(String, Te
     let c_cmd: &'static CStr = Box::leak(cstring(cmd).into_boxed_c_str());
     let c_help: &'static CStr = Box::leak(cstring(help).into_boxed_c_str());
     // SAFETY: static strings and a callback with the telemetry_cb signature.
-    let ret = unsafe { sys::rte_telemetry_register_cmd(c_cmd.as_ptr(), Some(on_command), c_help.as_ptr()) };
+    let ret = unsafe {
+        sys::rte_telemetry_register_cmd(c_cmd.as_ptr(), Some(on_command), c_help.as_ptr())
+    };
     if ret != 0 {
-        return Err(DpdkError::from_ret(format!("rte_telemetry_register_cmd({cmd})"), ret));
+        return Err(DpdkError::from_ret(
+            format!("rte_telemetry_register_cmd({cmd})"),
+            ret,
+        ));
     }
     reg.push((cmd.to_string(), Arc::new(handler)));
     Ok(())

@@ -62,8 +62,12 @@ fn prefix_mask(len: u8) -> u32 {
 
 fn parse_prefix(v: &str) -> Result<([u8; 4], u8), String> {
     let (a, l) = v.split_once('/').unwrap_or((v, "32"));
-    let ip: std::net::Ipv4Addr = a.parse().map_err(|_| format!("'{a}' is not an IPv4 address"))?;
-    let len: u8 = l.parse().map_err(|_| format!("'{l}' is not a prefix length"))?;
+    let ip: std::net::Ipv4Addr = a
+        .parse()
+        .map_err(|_| format!("'{a}' is not an IPv4 address"))?;
+    let len: u8 = l
+        .parse()
+        .map_err(|_| format!("'{l}' is not a prefix length"))?;
     if len > 32 {
         return Err(format!("prefix length {len} is over 32"));
     }
@@ -76,21 +80,37 @@ pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
     let mut parts = s.splitn(3, ':');
     let (name, m, l) = match (parts.next(), parts.next(), parts.next()) {
         (Some(n), Some(m), Some(l)) => (n.trim(), m.trim(), l.trim()),
-        _ => return Err(format!("'{s}' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3)")),
+        _ => {
+            return Err(format!(
+                "'{s}' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3)"
+            ))
+        }
     };
-    if name.is_empty() || name.len() > 31 || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-') {
-        return Err(format!("class name '{name}' must be 1-31 letters, digits, '_' or '-'"));
+    if name.is_empty()
+        || name.len() > 31
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!(
+            "class name '{name}' must be 1-31 letters, digits, '_' or '-'"
+        ));
     }
     if name == "default" {
         return Err("class name 'default' is reserved for unclassified traffic".into());
     }
     let mut mt = Match::default();
     if m.is_empty() {
-        return Err(format!("class {name}: empty match (e.g. udp,dst-port=8080)"));
+        return Err(format!(
+            "class {name}: empty match (e.g. udp,dst-port=8080)"
+        ));
     }
     for term in m.split(',') {
         let term = term.trim();
-        let (k, v) = term.split_once('=').map(|(k, v)| (k.trim(), Some(v.trim()))).unwrap_or((term, None));
+        let (k, v) = term
+            .split_once('=')
+            .map(|(k, v)| (k.trim(), Some(v.trim())))
+            .unwrap_or((term, None));
         let dup = |what: &str| format!("class {name}: {what} given twice");
         match (k, v) {
             ("udp", None) | ("tcp", None) => {
@@ -128,17 +148,27 @@ pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
             }
         }
     }
-    if (mt.src_port.is_some() || mt.dst_port.is_some()) && !matches!(mt.proto, Some(PROTO_UDP) | Some(PROTO_TCP)) {
+    if (mt.src_port.is_some() || mt.dst_port.is_some())
+        && !matches!(mt.proto, Some(PROTO_UDP) | Some(PROTO_TCP))
+    {
         return Err(format!("class {name}: a port match needs udp or tcp"));
     }
     let lcores = parse_corelist(l).map_err(|e| format!("class {name}: {e}"))?;
-    Ok(ClassSpec { name: name.to_string(), text: s.to_string(), matcher: mt, lcores })
+    Ok(ClassSpec {
+        name: name.to_string(),
+        text: s.to_string(),
+        matcher: mt,
+        lcores,
+    })
 }
 
 /// Checks a set of classes against each other and the default workers.
 pub fn check_classes(classes: &[ClassSpec], default_workers: &[u32]) -> Result<(), String> {
     if classes.len() > MAX_CLASSES {
-        return Err(format!("{} classes given; at most {MAX_CLASSES}", classes.len()));
+        return Err(format!(
+            "{} classes given; at most {MAX_CLASSES}",
+            classes.len()
+        ));
     }
     for (i, a) in classes.iter().enumerate() {
         for l in &a.lcores {
@@ -154,10 +184,16 @@ pub fn check_classes(classes: &[ClassSpec], default_workers: &[u32]) -> Result<(
                 return Err(format!("class name {} used twice", a.name));
             }
             if let Some(l) = a.lcores.iter().find(|l| b.lcores.contains(l)) {
-                return Err(format!("classes {} and {} overlap on lcore {l}: dedicated lcores must be disjoint", a.name, b.name));
+                return Err(format!(
+                    "classes {} and {} overlap on lcore {l}: dedicated lcores must be disjoint",
+                    a.name, b.name
+                ));
             }
             if a.matcher == b.matcher {
-                return Err(format!("classes {} and {} match the same traffic", a.name, b.name));
+                return Err(format!(
+                    "classes {} and {} match the same traffic",
+                    a.name, b.name
+                ));
             }
         }
     }
@@ -178,7 +214,10 @@ pub struct FlowKey {
 #[inline]
 pub fn flow_key(frame: &[u8], info: &FrameInfo) -> FlowKey {
     let mut k = FlowKey::default();
-    if !matches!(info.class, FrameClass::Udp | FrameClass::Tcp | FrameClass::OtherIp) {
+    if !matches!(
+        info.class,
+        FrameClass::Udp | FrameClass::Tcp | FrameClass::OtherIp
+    ) {
         return k;
     }
     let l3 = info.l3_offset as usize;
@@ -215,7 +254,9 @@ impl Match {
         fn prefix(want: Option<([u8; 4], u8)>, got: Option<[u8; 4]>) -> bool {
             match want {
                 None => true,
-                Some((net, len)) => got.is_some_and(|a| u32::from_be_bytes(a) & prefix_mask(len) == u32::from_be_bytes(net)),
+                Some((net, len)) => got.is_some_and(|a| {
+                    u32::from_be_bytes(a) & prefix_mask(len) == u32::from_be_bytes(net)
+                }),
             }
         }
         (self.proto.is_none() || self.proto == k.proto)
@@ -278,10 +319,18 @@ mod tests {
         let b = parse_class("b:tcp:3-4").unwrap();
         let c = parse_class("c:udp:5").unwrap();
         let a2 = parse_class("a:tcp,dst-port=1:6").unwrap();
-        assert!(check_classes(&[a.clone(), b], &[1]).unwrap_err().contains("overlap on lcore 3"));
-        assert!(check_classes(&[a.clone(), c.clone()], &[1]).unwrap_err().contains("match the same traffic"));
-        assert!(check_classes(&[a.clone(), a2], &[1]).unwrap_err().contains("used twice"));
-        assert!(check_classes(std::slice::from_ref(&a), &[2]).unwrap_err().contains("both a default worker"));
+        assert!(check_classes(&[a.clone(), b], &[1])
+            .unwrap_err()
+            .contains("overlap on lcore 3"));
+        assert!(check_classes(&[a.clone(), c.clone()], &[1])
+            .unwrap_err()
+            .contains("match the same traffic"));
+        assert!(check_classes(&[a.clone(), a2], &[1])
+            .unwrap_err()
+            .contains("used twice"));
+        assert!(check_classes(std::slice::from_ref(&a), &[2])
+            .unwrap_err()
+            .contains("both a default worker"));
         assert!(check_classes(&[a, parse_class("d:tcp:7").unwrap()], &[1]).is_ok());
     }
 
@@ -294,7 +343,14 @@ mod tests {
         f8080.dst_port = 8080;
         let frame = gen::udp_frame(&f8080, 1, 0, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC);
         assert_eq!(classify(&classes, &frame), 1);
-        let other = gen::udp_frame(&Flow::nth(2), 2, 0, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC);
+        let other = gen::udp_frame(
+            &Flow::nth(2),
+            2,
+            0,
+            64,
+            gen::DEFAULT_SRC_MAC,
+            gen::DEFAULT_DST_MAC,
+        );
         assert_eq!(classify(&classes, &other), 2, "10.0.x.y matches net");
         let mut far = Flow::nth(3);
         far.src_ip = [192, 0, 2, 1];

@@ -92,7 +92,11 @@ impl LoopClock {
     pub fn close(&mut self, now: u64) {
         let total = now.wrapping_sub(self.window_start);
         let [idle, busy] = self.sampled;
-        let busy_part = if busy + idle == 0 { 0 } else { (total as u128 * busy as u128 / (busy + idle) as u128) as u64 };
+        let busy_part = if busy + idle == 0 {
+            0
+        } else {
+            (total as u128 * busy as u128 / (busy + idle) as u128) as u64
+        };
         self.busy_cycles += busy_part;
         self.idle_cycles += total - busy_part;
         self.window_start = now;

@@ -96,7 +96,9 @@ pub fn build_link(
     burst: usize,
 ) -> Result<Link, RunError> {
     let consumers = consumer_sockets.len();
-    let mut senders: Vec<Vec<Option<Sender>>> = (0..producers).map(|_| (0..consumers).map(|_| None).collect()).collect();
+    let mut senders: Vec<Vec<Option<Sender>>> = (0..producers)
+        .map(|_| (0..consumers).map(|_| None).collect())
+        .collect();
     let mut inputs = Vec::with_capacity(consumers);
     let mut capacity = 0usize;
     for (c, &socket) in consumer_sockets.iter().enumerate() {
@@ -104,16 +106,26 @@ pub fn build_link(
         match (backend, topology) {
             (Backend::Tq, Topology::Sharded) => {
                 for row in senders.iter_mut() {
-                    let (mut prods, cons) = queue::channel::<Packet>(1, depth, burst, Arc::new(SocketMemory { socket }))
-                        .map_err(|e| queue_error(label, c, e))?;
+                    let (mut prods, cons) = queue::channel::<Packet>(
+                        1,
+                        depth,
+                        burst,
+                        Arc::new(SocketMemory { socket }),
+                    )
+                    .map_err(|e| queue_error(label, c, e))?;
                     capacity += queue::items_per_producer(1, depth);
                     row[c] = Some(Box::new(prods.pop().expect("one producer")));
                     receivers.push(Box::new(cons));
                 }
             }
             (Backend::Tq, Topology::Shared) => {
-                let (prods, cons) = queue::channel::<Packet>(producers, depth, burst, Arc::new(SocketMemory { socket }))
-                    .map_err(|e| queue_error(label, c, e))?;
+                let (prods, cons) = queue::channel::<Packet>(
+                    producers,
+                    depth,
+                    burst,
+                    Arc::new(SocketMemory { socket }),
+                )
+                .map_err(|e| queue_error(label, c, e))?;
                 capacity += queue::items_per_producer(producers, depth) * producers;
                 for (row, prod) in senders.iter_mut().zip(prods) {
                     row[c] = Some(Box::new(prod));
@@ -122,14 +134,22 @@ pub fn build_link(
             }
             (Backend::Ring, Topology::Sharded) => {
                 for (p, row) in senders.iter_mut().enumerate() {
-                    let ring = Ring::<Packet>::create(&format!("{label}{p}_{c}"), depth as u32, socket, false).map_err(|e| RunError::Runtime(e.to_string()))?;
+                    let ring = Ring::<Packet>::create(
+                        &format!("{label}{p}_{c}"),
+                        depth as u32,
+                        socket,
+                        false,
+                    )
+                    .map_err(|e| RunError::Runtime(e.to_string()))?;
                     capacity += depth;
                     row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
                     receivers.push(Box::new(RingReceiver::<Packet>::new(ring)));
                 }
             }
             (Backend::Ring, Topology::Shared) => {
-                let ring = Ring::<Packet>::create(&format!("{label}_{c}"), depth as u32, socket, true).map_err(|e| RunError::Runtime(e.to_string()))?;
+                let ring =
+                    Ring::<Packet>::create(&format!("{label}_{c}"), depth as u32, socket, true)
+                        .map_err(|e| RunError::Runtime(e.to_string()))?;
                 capacity += depth;
                 for row in senders.iter_mut() {
                     row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
@@ -139,8 +159,19 @@ pub fn build_link(
         }
         inputs.push(InputSet::new(receivers));
     }
-    let senders = senders.into_iter().map(|row| row.into_iter().map(|s| s.expect("every pair wired")).collect()).collect();
-    Ok(Link { senders, inputs, capacity })
+    let senders = senders
+        .into_iter()
+        .map(|row| {
+            row.into_iter()
+                .map(|s| s.expect("every pair wired"))
+                .collect()
+        })
+        .collect();
+    Ok(Link {
+        senders,
+        inputs,
+        capacity,
+    })
 }
 
 #[cfg(test)]
@@ -153,11 +184,18 @@ mod tests {
         match queue_error("rw", 1, e) {
             RunError::Usage(m) => {
                 assert!(m.starts_with("rw queue to consumer 1: "), "{m}");
-                assert!(m.contains("--depth 4194304 with --burst 256") && m.contains("smaller --depth or --burst"), "{m}");
+                assert!(
+                    m.contains("--depth 4194304 with --burst 256")
+                        && m.contains("smaller --depth or --burst"),
+                    "{m}"
+                );
             }
             RunError::Runtime(m) => panic!("not a usage error: {m}"),
         }
         // Memory refused at run time is not the user's sizes.
-        assert!(matches!(queue_error("wt", 0, QueueError::OutOfMemory { bytes: 64 }), RunError::Runtime(_)));
+        assert!(matches!(
+            queue_error("wt", 0, QueueError::OutOfMemory { bytes: 64 }),
+            RunError::Runtime(_)
+        ));
     }
 }

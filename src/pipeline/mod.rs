@@ -15,10 +15,10 @@ pub mod classes;
 pub mod clock;
 pub mod handoff;
 pub mod rate;
-pub mod telemetry;
 pub mod stages;
+pub mod telemetry;
 
-use crate::cli::{Options, OnFull};
+use crate::cli::{OnFull, Options};
 use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
 use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
@@ -58,11 +58,23 @@ impl RoleLayout {
     pub fn default_for(lcores: &[Lcore], main: Lcore) -> RoleLayout {
         let others: Vec<Lcore> = lcores.iter().copied().filter(|&l| l != main).collect();
         match others.len() {
-            0 => RoleLayout { rx: vec![main], worker: vec![main], tx: vec![main] },
-            1 => RoleLayout { rx: vec![main], worker: others.clone(), tx: vec![main] },
+            0 => RoleLayout {
+                rx: vec![main],
+                worker: vec![main],
+                tx: vec![main],
+            },
+            1 => RoleLayout {
+                rx: vec![main],
+                worker: others.clone(),
+                tx: vec![main],
+            },
             _ => {
                 let (last, middle) = others.split_last().expect("two or more");
-                RoleLayout { rx: vec![main], worker: middle.to_vec(), tx: vec![*last] }
+                RoleLayout {
+                    rx: vec![main],
+                    worker: middle.to_vec(),
+                    tx: vec![*last],
+                }
             }
         }
     }
@@ -76,9 +88,15 @@ impl RoleLayout {
             worker: opts.worker_lcores.clone().map(|c| c.0).unwrap_or(d.worker),
             tx: opts.tx_lcores.clone().map(|c| c.0).unwrap_or(d.tx),
         };
-        for (role, list) in [("--rx-lcores", &layout.rx), ("--worker-lcores", &layout.worker), ("--tx-lcores", &layout.tx)] {
+        for (role, list) in [
+            ("--rx-lcores", &layout.rx),
+            ("--worker-lcores", &layout.worker),
+            ("--tx-lcores", &layout.tx),
+        ] {
             if list.is_empty() {
-                return Err(format!("{role} is empty: every role needs at least one lcore"));
+                return Err(format!(
+                    "{role} is empty: every role needs at least one lcore"
+                ));
             }
             for l in list {
                 if !lcores.contains(l) {
@@ -95,7 +113,11 @@ impl RoleLayout {
     }
 
     pub fn roles_of(&self, lcore: Lcore) -> Roles {
-        Roles { rx: self.rx.contains(&lcore), worker: self.worker.contains(&lcore), tx: self.tx.contains(&lcore) }
+        Roles {
+            rx: self.rx.contains(&lcore),
+            worker: self.worker.contains(&lcore),
+            tx: self.tx.contains(&lcore),
+        }
     }
 }
 
@@ -119,8 +141,18 @@ pub fn peer_port(index: usize, n_ports: usize) -> usize {
 ///   worker inbuf + one per TX lcore, TX inbuf + one per port)
 /// + per lcore: 1.5 × the mempool cache (caches can hold that much)
 /// + 1024 slack.
-pub fn pool_size(descriptors: usize, queue_capacity: usize, lcores: usize, buffers_per_lcore: usize, cache: usize) -> usize {
-    descriptors + queue_capacity + lcores * buffers_per_lcore * dpdk::mbuf::MAX_BURST + lcores * cache * 3 / 2 + 1024
+pub fn pool_size(
+    descriptors: usize,
+    queue_capacity: usize,
+    lcores: usize,
+    buffers_per_lcore: usize,
+    cache: usize,
+) -> usize {
+    descriptors
+        + queue_capacity
+        + lcores * buffers_per_lcore * dpdk::mbuf::MAX_BURST
+        + lcores * cache * 3 / 2
+        + 1024
 }
 
 /// Progress of the shutdown, shared by all lcores.
@@ -183,10 +215,18 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
             clock.close(dpdk::rdtsc_inline());
         }
         if window_closed || !pending {
-            counters.busy_polls.store(clock.busy_polls, Ordering::Relaxed);
-            counters.busy_cycles.store(clock.busy_cycles, Ordering::Relaxed);
-            counters.idle_polls.store(clock.idle_polls, Ordering::Relaxed);
-            counters.idle_cycles.store(clock.idle_cycles, Ordering::Relaxed);
+            counters
+                .busy_polls
+                .store(clock.busy_polls, Ordering::Relaxed);
+            counters
+                .busy_cycles
+                .store(clock.busy_cycles, Ordering::Relaxed);
+            counters
+                .idle_polls
+                .store(clock.idle_polls, Ordering::Relaxed);
+            counters
+                .idle_cycles
+                .store(clock.idle_cycles, Ordering::Relaxed);
         }
         if !pending {
             break;
@@ -203,7 +243,10 @@ fn socket_or(s: i32, fallback: i32) -> i32 {
 }
 
 fn mac_string(m: &[u8; 6]) -> String {
-    m.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":")
+    m.iter()
+        .map(|b| format!("{b:02x}"))
+        .collect::<Vec<_>>()
+        .join(":")
 }
 
 /// Sets up everything, forwards until quit, shuts down, and reports.
@@ -213,14 +256,22 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let layout = RoleLayout::resolve(opts, &lcores, main).map_err(RunError::Usage)?;
     let ports = Port::all();
     if ports.is_empty() {
-        return Err(RunError::Usage("no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/".into()));
+        return Err(RunError::Usage(
+            "no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/".into(),
+        ));
     }
     if ports.len() > MAX_PORTS {
-        return Err(RunError::Usage(format!("{} ports found; tqfwd handles at most {MAX_PORTS}", ports.len())));
+        return Err(RunError::Usage(format!(
+            "{} ports found; tqfwd handles at most {MAX_PORTS}",
+            ports.len()
+        )));
     }
     for (p, _) in &opts.peer_mac {
         if *p as usize >= ports.len() {
-            return Err(RunError::Usage(format!("--peer-mac names port {p}, but only ports 0-{} exist", ports.len() - 1)));
+            return Err(RunError::Usage(format!(
+                "--peer-mac names port {p}, but only ports 0-{} exist",
+                ports.len() - 1
+            )));
         }
     }
     let main_socket = eal.lcore_socket(main) as i32;
@@ -249,10 +300,18 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let n_workers = workers.len();
     if let Some((idx, _)) = opts.debug_stall_worker {
         if idx as usize >= n_workers {
-            return Err(RunError::Usage(format!("--debug-stall-worker {idx}: there are {n_workers} workers (indices 0-{})", n_workers - 1)));
+            return Err(RunError::Usage(format!(
+                "--debug-stall-worker {idx}: there are {n_workers} workers (indices 0-{})",
+                n_workers - 1
+            )));
         }
     }
-    let worker_class = |w: usize| -> u8 { class_workers.iter().rposition(|&(s, n)| (w as u32) >= s && (w as u32) < s + n).unwrap_or(0) as u8 };
+    let worker_class = |w: usize| -> u8 {
+        class_workers
+            .iter()
+            .rposition(|&(s, n)| (w as u32) >= s && (w as u32) < s + n)
+            .unwrap_or(0) as u8
+    };
     // RX stages: the RX lcores, plus each class's first lcore, which polls
     // the class's dedicated queue on ports that accept rte_flow rules.
     let mut rx_stages: Vec<Lcore> = layout.rx.clone();
@@ -269,7 +328,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     for (i, port) in ports.iter().enumerate() {
         let info = port.info()?;
         if port.id() as usize != i {
-            return Err(RunError::Usage(format!("port ids are not contiguous (found {} at index {i})", port.id())));
+            return Err(RunError::Usage(format!(
+                "port ids are not contiguous (found {} at index {i})",
+                port.id()
+            )));
         }
         if (info.max_rx_queues as usize) < n_rx {
             return Err(RunError::Usage(format!(
@@ -290,13 +352,27 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     // serving it (RX, TX); a row whose sockets differ is a warning.
     for info in &infos {
         let psock = socket_or(info.socket, main_socket);
-        let describe = |ls: &[Lcore]| ls.iter().map(|&l| format!("{l}(s{})", eal.lcore_socket(l))).collect::<Vec<_>>().join(" ");
-        let far: Vec<Lcore> = rx_stages.iter().chain(layout.tx.iter()).copied().filter(|&l| eal.lcore_socket(l) as i32 != psock).collect();
+        let describe = |ls: &[Lcore]| {
+            ls.iter()
+                .map(|&l| format!("{l}(s{})", eal.lcore_socket(l)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let far: Vec<Lcore> = rx_stages
+            .iter()
+            .chain(layout.tx.iter())
+            .copied()
+            .filter(|&l| eal.lcore_socket(l) as i32 != psock)
+            .collect();
         let row = format!(
             "NUMA: port {} ({}) socket {psock}{} | rx lcores {} | tx lcores {}",
             info.port,
             info.name,
-            if info.socket < 0 { " (device reports none; assumed main's)" } else { "" },
+            if info.socket < 0 {
+                " (device reports none; assumed main's)"
+            } else {
+                ""
+            },
             describe(&rx_stages),
             describe(&layout.tx)
         );
@@ -308,39 +384,94 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     }
     log::info!(
         "NUMA: worker lcores {} (hand-off queues live on their consumer's socket)",
-        workers.iter().map(|&l| format!("{l}(s{})", eal.lcore_socket(l))).collect::<Vec<_>>().join(" ")
+        workers
+            .iter()
+            .map(|&l| format!("{l}(s{})", eal.lcore_socket(l)))
+            .collect::<Vec<_>>()
+            .join(" ")
     );
 
     // --- hand-off links (queues on the consumer's socket) ---
-    let worker_sockets: Vec<i32> = workers.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
-    let tx_sockets: Vec<i32> = layout.tx.iter().map(|&l| eal.lcore_socket(l) as i32).collect();
-    let rx_link = build_link("rw", opts.backend, opts.topology, rx_stages.len(), &worker_sockets, depth, burst)?;
-    let tx_link = build_link("wt", opts.backend, opts.topology, n_workers, &tx_sockets, depth, burst)?;
+    let worker_sockets: Vec<i32> = workers
+        .iter()
+        .map(|&l| eal.lcore_socket(l) as i32)
+        .collect();
+    let tx_sockets: Vec<i32> = layout
+        .tx
+        .iter()
+        .map(|&l| eal.lcore_socket(l) as i32)
+        .collect();
+    let rx_link = build_link(
+        "rw",
+        opts.backend,
+        opts.topology,
+        rx_stages.len(),
+        &worker_sockets,
+        depth,
+        burst,
+    )?;
+    let tx_link = build_link(
+        "wt",
+        opts.backend,
+        opts.topology,
+        n_workers,
+        &tx_sockets,
+        depth,
+        burst,
+    )?;
 
     // --- mempools, one per socket that has ports ---
     let mut rxd = opts.rx_desc;
     let mut txd = opts.tx_desc;
-    let mut all_lcores: Vec<Lcore> = rx_stages.iter().chain(&workers).chain(&layout.tx).copied().collect();
+    let mut all_lcores: Vec<Lcore> = rx_stages
+        .iter()
+        .chain(&workers)
+        .chain(&layout.tx)
+        .copied()
+        .collect();
     all_lcores.sort_unstable();
     all_lcores.dedup();
     let buffers_per_lcore = 1 + n_workers + 1 + n_tx + 1 + ports.len();
     const CACHE: usize = 256;
-    let mut sockets: Vec<i32> = infos.iter().map(|i| socket_or(i.socket, main_socket)).collect();
+    let mut sockets: Vec<i32> = infos
+        .iter()
+        .map(|i| socket_or(i.socket, main_socket))
+        .collect();
     sockets.sort_unstable();
     sockets.dedup();
     let mut pools: Vec<Mempool> = Vec::new();
     for &s in &sockets {
-        let n_ports_here = infos.iter().filter(|i| socket_or(i.socket, main_socket) == s).count();
-        let descriptors = n_ports_here * (rxd as usize * (n_rx + classes.len()) + txd as usize * n_tx);
+        let n_ports_here = infos
+            .iter()
+            .filter(|i| socket_or(i.socket, main_socket) == s)
+            .count();
+        let descriptors =
+            n_ports_here * (rxd as usize * (n_rx + classes.len()) + txd as usize * n_tx);
         let size = match opts.mbufs {
             Some(n) => n as usize,
-            None => pool_size(descriptors, rx_link.capacity + tx_link.capacity, all_lcores.len(), buffers_per_lcore, CACHE),
+            None => pool_size(
+                descriptors,
+                rx_link.capacity + tx_link.capacity,
+                all_lcores.len(),
+                buffers_per_lcore,
+                CACHE,
+            ),
         };
         log::info!("mempool on socket {s}: {size} mbufs ({descriptors} for descriptors, {} for hand-off queues)", rx_link.capacity + tx_link.capacity);
         let cache = CACHE.min(size * 2 / 3 / 2).min(512);
-        pools.push(Mempool::create(&format!("tqfwd_pool_s{s}"), size as u32, cache as u32, s)?);
+        pools.push(Mempool::create(
+            &format!("tqfwd_pool_s{s}"),
+            size as u32,
+            cache as u32,
+            s,
+        )?);
     }
-    let pool_for = |socket: i32| -> &Mempool { pools.iter().find(|p| p.socket == socket).expect("pool per socket") };
+    let pool_for = |socket: i32| -> &Mempool {
+        pools
+            .iter()
+            .find(|p| p.socket == socket)
+            .expect("pool per socket")
+    };
 
     // --- configure and start ports (closed on any early return, before
     // the pools they use are freed) ---
@@ -368,18 +499,44 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         // With classes, try one extra RX queue per class and steer each
         // class to its queue with rte_flow; a PMD that refuses gets the
         // port brought up again without them (software classification).
-        let n_class_q = if !classes.is_empty() && (info.max_rx_queues as usize) >= n_rx + classes.len() { classes.len() } else { 0 };
+        let n_class_q =
+            if !classes.is_empty() && (info.max_rx_queues as usize) >= n_rx + classes.len() {
+                classes.len()
+            } else {
+                0
+            };
         if !classes.is_empty() && n_class_q == 0 {
-            port_steering[i] = format!("port {i}: software (device allows {} RX queues, needs {})", info.max_rx_queues, n_rx + classes.len());
+            port_steering[i] = format!(
+                "port {i}: software (device allows {} RX queues, needs {})",
+                info.max_rx_queues,
+                n_rx + classes.len()
+            );
         }
         // MBUF_FAST_FREE: every mbuf tqfwd sends comes from one pool and has
         // refcnt 1; allowed only when there is one pool, and when offered.
-        let fast_free = if pools.len() == 1 { info.tx_offload_capa & dpdk::port::tx_offload_fast_free() } else { 0 };
-        let (r, t) = bring_up(*port, n_rx + n_class_q, n_tx, rss_hf, fast_free, opts, psock, pool_for(psock))?;
+        let fast_free = if pools.len() == 1 {
+            info.tx_offload_capa & dpdk::port::tx_offload_fast_free()
+        } else {
+            0
+        };
+        let (r, t) = bring_up(
+            *port,
+            n_rx + n_class_q,
+            n_tx,
+            rss_hf,
+            fast_free,
+            opts,
+            psock,
+            pool_for(psock),
+        )?;
         if n_class_q > 0 {
             match install_class_rules(port.id(), classes, n_rx) {
                 Ok((rules, flows)) => {
-                    port_steering[i] = format!("port {i}: rte_flow to queues {}..{}", n_rx, n_rx + n_class_q - 1);
+                    port_steering[i] = format!(
+                        "port {i}: rte_flow to queues {}..{}",
+                        n_rx,
+                        n_rx + n_class_q - 1
+                    );
                     class_queues[i] = true;
                     flow_rules.extend(rules);
                     installed_flows.extend(flows);
@@ -388,7 +545,16 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                     log::info!("port {i} ({}): rte_flow rules refused ({e}); classes use software classification on this port", info.driver);
                     port_steering[i] = format!("port {i}: software (rte_flow refused: {})", e.text);
                     port.stop()?;
-                    bring_up(*port, n_rx, n_tx, rss_hf, fast_free, opts, psock, pool_for(psock))?;
+                    bring_up(
+                        *port,
+                        n_rx,
+                        n_tx,
+                        rss_hf,
+                        fast_free,
+                        opts,
+                        psock,
+                        pool_for(psock),
+                    )?;
                 }
             }
         }
@@ -411,7 +577,12 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     wait_for_links(&ports, opts.link_timeout);
 
     // --- forwarding tables ---
-    let mut map = PortMap { out_port: [0; MAX_PORTS], tx_index: [0; MAX_PORTS], dst_mac: [[0; 6]; MAX_PORTS], src_mac: [[0; 6]; MAX_PORTS] };
+    let mut map = PortMap {
+        out_port: [0; MAX_PORTS],
+        tx_index: [0; MAX_PORTS],
+        dst_mac: [[0; 6]; MAX_PORTS],
+        src_mac: [[0; 6]; MAX_PORTS],
+    };
     for (i, mac) in macs.iter().enumerate().take(ports.len()) {
         map.out_port[i] = peer_port(i, ports.len()) as u16;
         map.tx_index[i] = (i % n_tx) as u8;
@@ -430,12 +601,27 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     };
 
     // --- per-lcore work ---
-    let counters: Vec<(Lcore, Arc<LcoreCounters>)> = all_lcores.iter().map(|&l| (l, Arc::new(LcoreCounters::default()))).collect();
-    let counters_of = |l: Lcore| counters.iter().find(|(x, _)| *x == l).map(|(_, c)| c.clone()).expect("counters");
-    let policy = rate::FullPolicy::new(opts.on_full == OnFull::Wait, opts.drop_after as u64, dpdk::tsc_hz());
-    let mut rx_senders: Vec<Option<Vec<handoff::Sender>>> = rx_link.senders.into_iter().map(Some).collect();
+    let counters: Vec<(Lcore, Arc<LcoreCounters>)> = all_lcores
+        .iter()
+        .map(|&l| (l, Arc::new(LcoreCounters::default())))
+        .collect();
+    let counters_of = |l: Lcore| {
+        counters
+            .iter()
+            .find(|(x, _)| *x == l)
+            .map(|(_, c)| c.clone())
+            .expect("counters")
+    };
+    let policy = rate::FullPolicy::new(
+        opts.on_full == OnFull::Wait,
+        opts.drop_after as u64,
+        dpdk::tsc_hz(),
+    );
+    let mut rx_senders: Vec<Option<Vec<handoff::Sender>>> =
+        rx_link.senders.into_iter().map(Some).collect();
     let mut worker_inputs: Vec<Option<InputSet>> = rx_link.inputs.into_iter().map(Some).collect();
-    let mut worker_senders: Vec<Option<Vec<handoff::Sender>>> = tx_link.senders.into_iter().map(Some).collect();
+    let mut worker_senders: Vec<Option<Vec<handoff::Sender>>> =
+        tx_link.senders.into_iter().map(Some).collect();
     let mut tx_inputs: Vec<Option<InputSet>> = tx_link.inputs.into_iter().map(Some).collect();
     let mut work: Vec<(Lcore, Mutex<Option<LcoreWork>>)> = Vec::new();
     for &l in &all_lcores {
@@ -463,7 +649,12 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 // Each RX lcore takes its share of the rate; what the NIC
                 // can hold for it is its queues' descriptors.
                 opts.rx_rate.map(|mpps| {
-                    rate::TokenBucket::new(mpps * 1e6 / rx_stages.len() as f64, dpdk::tsc_hz(), nic_ring, burst)
+                    rate::TokenBucket::new(
+                        mpps * 1e6 / rx_stages.len() as f64,
+                        dpdk::tsc_hz(),
+                        nic_ring,
+                        burst,
+                    )
                 }),
                 stamp_field.map(|f| (f, opts.latency_sample)),
                 classes.iter().map(|c| c.matcher).collect(),
@@ -481,17 +672,31 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 !opts.no_mac_rewrite,
                 opts.worker_cycles as u64,
                 worker_class(w),
-                opts.debug_stall_worker.filter(|&(idx, _)| idx as usize == w).map(|(_, ms)| Duration::from_millis(ms as u64)),
+                opts.debug_stall_worker
+                    .filter(|&(idx, _)| idx as usize == w)
+                    .map(|(_, ms)| Duration::from_millis(ms as u64)),
                 c.clone(),
             )
         });
         let tx = layout.tx.iter().position(|&x| x == l).map(|t| {
             let tx_ports = ports.iter().map(|&p| (p, t as u16)).collect();
-            TxStage::new(tx_inputs[t].take().expect("tx inputs"), tx_ports, map.out_port, burst, stamp_field, policy, c.clone())
+            TxStage::new(
+                tx_inputs[t].take().expect("tx inputs"),
+                tx_ports,
+                map.out_port,
+                burst,
+                stamp_field,
+                policy,
+                c.clone(),
+            )
         });
         work.push((l, Mutex::new(Some(LcoreWork { rx, worker, tx }))));
     }
-    let idle: Vec<Lcore> = lcores.iter().copied().filter(|l| !all_lcores.contains(l)).collect();
+    let idle: Vec<Lcore> = lcores
+        .iter()
+        .copied()
+        .filter(|l| !all_lcores.contains(l))
+        .collect();
     if !idle.is_empty() {
         log::warn!("EAL lcores {idle:?} have no role and stay idle");
     }
@@ -506,17 +711,41 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     );
 
     // --- run ---
-    let phase = Phase { rx_done: AtomicUsize::new(0), workers_done: AtomicUsize::new(0), n_rx: rx_stages.len(), n_workers };
-    let class_names: Vec<String> =
-        if classes.is_empty() { Vec::new() } else { std::iter::once("default".to_string()).chain(classes.iter().map(|c| c.name.clone())).collect() };
+    let phase = Phase {
+        rx_done: AtomicUsize::new(0),
+        workers_done: AtomicUsize::new(0),
+        n_rx: rx_stages.len(),
+        n_workers,
+    };
+    let class_names: Vec<String> = if classes.is_empty() {
+        Vec::new()
+    } else {
+        std::iter::once("default".to_string())
+            .chain(classes.iter().map(|c| c.name.clone()))
+            .collect()
+    };
     let live = Arc::new(telemetry::Live {
         backend: opts.backend.name(),
         topology: opts.topology.name(),
         lcores: counters
             .iter()
-            .map(|(l, c)| (*l, Roles { rx: rx_stages.contains(l), worker: workers.contains(l), tx: layout.tx.contains(l) }, c.clone()))
+            .map(|(l, c)| {
+                (
+                    *l,
+                    Roles {
+                        rx: rx_stages.contains(l),
+                        worker: workers.contains(l),
+                        tx: layout.tx.contains(l),
+                    },
+                    c.clone(),
+                )
+            })
             .collect(),
-        ports: ports.iter().zip(&infos).map(|(p, i)| (p.id(), i.name.clone(), i.driver.clone())).collect(),
+        ports: ports
+            .iter()
+            .zip(&infos)
+            .map(|(p, i)| (p.id(), i.name.clone(), i.driver.clone()))
+            .collect(),
         rx_lcores: layout.rx.clone(),
         class_names: class_names.clone(),
         started: Instant::now(),
@@ -529,14 +758,26 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let finished = AtomicBool::new(false);
     let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
     let launch = std::thread::scope(|scope| {
-        let reporter = std::thread::Builder::new().name("tqfwd-stats".into()).spawn_scoped(scope, || {
-            stats_thread(&finished, &live, &pools, &ports, opts.stats_interval, opts.duration)
-        });
+        let reporter = std::thread::Builder::new()
+            .name("tqfwd-stats".into())
+            .spawn_scoped(scope, || {
+                stats_thread(
+                    &finished,
+                    &live,
+                    &pools,
+                    &ports,
+                    opts.stats_interval,
+                    opts.duration,
+                )
+            });
         if let Err(e) = &reporter {
             log::warn!("no stats thread ({e}): stats lines and --duration are off");
         }
         let launch = eal.run_on_all_lcores(|lcore| {
-            let taken = work.iter().find(|(l, _)| *l == lcore).and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
+            let taken = work
+                .iter()
+                .find(|(l, _)| *l == lcore)
+                .and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
             if let Some(mut w) = taken {
                 run_lcore(&mut w, &phase, &counters_of(lcore));
                 if let Some(h) = w.tx.as_mut().and_then(|t| t.take_histogram()) {
@@ -563,9 +804,22 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     drop(flow_rules);
     let mut port_reports = Vec::new();
     let tsc_hz = dpdk::tsc_hz().max(1) as f64;
-    let start_tsc = counters.iter().map(|(_, c)| c.rx_start_tsc.load(Ordering::Relaxed)).filter(|&t| t != 0).min().unwrap_or(0);
-    let stop_tsc = counters.iter().map(|(_, c)| c.rx_stop_tsc.load(Ordering::Relaxed)).max().unwrap_or(0);
-    let duration_s = if stop_tsc > start_tsc { (stop_tsc - start_tsc) as f64 / tsc_hz } else { 0.0 };
+    let start_tsc = counters
+        .iter()
+        .map(|(_, c)| c.rx_start_tsc.load(Ordering::Relaxed))
+        .filter(|&t| t != 0)
+        .min()
+        .unwrap_or(0);
+    let stop_tsc = counters
+        .iter()
+        .map(|(_, c)| c.rx_stop_tsc.load(Ordering::Relaxed))
+        .max()
+        .unwrap_or(0);
+    let duration_s = if stop_tsc > start_tsc {
+        (stop_tsc - start_tsc) as f64 / tsc_hz
+    } else {
+        0.0
+    };
     for (i, (port, info)) in ports.iter().zip(&infos).enumerate() {
         let hw = port.stats();
         let rx_queues: Vec<u64> = layout
@@ -573,7 +827,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .iter()
             .map(|&l| counters_of(l).rx_port_packets[i].load(Ordering::Relaxed))
             .collect();
-        let tx_packets: u64 = counters.iter().map(|(_, c)| c.tx_port_packets[i].load(Ordering::Relaxed)).sum();
+        let tx_packets: u64 = counters
+            .iter()
+            .map(|(_, c)| c.tx_port_packets[i].load(Ordering::Relaxed))
+            .sum();
         port_reports.push(stats::PortReport {
             port: i as u16,
             name: info.name.clone(),
@@ -615,10 +872,21 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
     let mut app_classes = Vec::new();
     if !classes.is_empty() {
-        let names = std::iter::once(("default".to_string(), "(unclassified)".to_string(), layout.worker.clone()))
-            .chain(classes.iter().map(|c| (c.name.clone(), c.text.split(':').nth(1).unwrap_or("").to_string(), c.lcores.clone())));
+        let names = std::iter::once((
+            "default".to_string(),
+            "(unclassified)".to_string(),
+            layout.worker.clone(),
+        ))
+        .chain(classes.iter().map(|c| {
+            (
+                c.name.clone(),
+                c.text.split(':').nth(1).unwrap_or("").to_string(),
+                c.lcores.clone(),
+            )
+        }));
         for (k, (name, matcher, class_lcores)) in names.enumerate() {
-            let sum = |f: &dyn Fn(&LcoreCounters) -> u64| counters.iter().map(|(_, c)| f(c)).sum::<u64>();
+            let sum =
+                |f: &dyn Fn(&LcoreCounters) -> u64| counters.iter().map(|(_, c)| f(c)).sum::<u64>();
             let rx_lcores = counters
                 .iter()
                 .filter_map(|(l, c)| {
@@ -626,7 +894,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                     (n > 0).then_some((*l, n))
                 })
                 .collect();
-            let worker_lcores = class_lcores.iter().map(|&l| (l, counters_of(l).worker_packets.load(Ordering::Relaxed))).collect();
+            let worker_lcores = class_lcores
+                .iter()
+                .map(|&l| (l, counters_of(l).worker_packets.load(Ordering::Relaxed)))
+                .collect();
             app_classes.push(stats::ClassReport {
                 name,
                 matcher,
@@ -636,12 +907,22 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 drops: totals.class_drops[k],
                 rx_lcores,
                 worker_lcores,
-                steering: if k == 0 { Vec::new() } else { port_steering.clone() },
+                steering: if k == 0 {
+                    Vec::new()
+                } else {
+                    port_steering.clone()
+                },
             });
         }
     }
     let conservation_ok = totals.rx == totals.tx + totals.drops_total();
-    let rate = |n: u64| if duration_s > 0.0 { n as f64 / duration_s / 1e6 } else { 0.0 };
+    let rate = |n: u64| {
+        if duration_s > 0.0 {
+            n as f64 / duration_s / 1e6
+        } else {
+            0.0
+        }
+    };
     Ok(Report {
         backend: opts.backend.name(),
         topology: opts.topology.name(),
@@ -662,7 +943,11 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         lcores: counters
             .iter()
             .map(|(l, c)| {
-                let roles = Roles { rx: rx_stages.contains(l), worker: workers.contains(l), tx: layout.tx.contains(l) };
+                let roles = Roles {
+                    rx: rx_stages.contains(l),
+                    worker: workers.contains(l),
+                    tx: layout.tx.contains(l),
+                };
                 stats::lcore_report(*l, eal.lcore_socket(*l), roles, c)
             })
             .collect(),
@@ -708,9 +993,18 @@ fn install_class_rules(
     port: u16,
     classes: &[classes::ClassSpec],
     first_queue: usize,
-) -> Result<(Vec<Box<dpdk::flow::FlowRule>>, Vec<dpdk::flow::InstalledFlow>), dpdk::DpdkError> {
-    let rules: Vec<Box<dpdk::flow::FlowRule>> =
-        classes.iter().enumerate().map(|(k, c)| dpdk::flow::FlowRule::build(&c.matcher, (first_queue + k) as u16)).collect();
+) -> Result<
+    (
+        Vec<Box<dpdk::flow::FlowRule>>,
+        Vec<dpdk::flow::InstalledFlow>,
+    ),
+    dpdk::DpdkError,
+> {
+    let rules: Vec<Box<dpdk::flow::FlowRule>> = classes
+        .iter()
+        .enumerate()
+        .map(|(k, c)| dpdk::flow::FlowRule::build(&c.matcher, (first_queue + k) as u16))
+        .collect();
     for r in &rules {
         r.validate(port)?;
     }
@@ -755,11 +1049,20 @@ impl Drop for OpenPorts {
 fn wait_for_links(ports: &[Port], timeout_s: f64) {
     let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
     loop {
-        let down: Vec<u16> = ports.iter().filter(|p| !p.link().map(|l| l.up).unwrap_or(false)).map(|p| p.id()).collect();
+        let down: Vec<u16> = ports
+            .iter()
+            .filter(|p| !p.link().map(|l| l.up).unwrap_or(false))
+            .map(|p| p.id())
+            .collect();
         if down.is_empty() {
             for p in ports {
                 if let Some(l) = p.link() {
-                    log::info!("port {}: link up, {} Mbps{}", p.id(), l.speed_mbps, if l.full_duplex { " full-duplex" } else { "" });
+                    log::info!(
+                        "port {}: link up, {} Mbps{}",
+                        p.id(),
+                        l.speed_mbps,
+                        if l.full_duplex { " full-duplex" } else { "" }
+                    );
                 }
             }
             return;
@@ -775,13 +1078,23 @@ fn wait_for_links(ports: &[Port], timeout_s: f64) {
 /// Prints a stats line every `interval` seconds (with port error counters
 /// when non-zero), keeps the live mbuf count for telemetry, and requests the
 /// quit after `duration`, until `finished`.
-fn stats_thread(finished: &AtomicBool, live: &telemetry::Live, pools: &[Mempool], ports: &[Port], interval: f64, duration: Option<f64>) {
+fn stats_thread(
+    finished: &AtomicBool,
+    live: &telemetry::Live,
+    pools: &[Mempool],
+    ports: &[Port],
+    interval: f64,
+    duration: Option<f64>,
+) {
     let start = Instant::now();
     let mut prev = Totals::default();
     let mut next_line = interval;
     while !finished.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(20));
-        live.mbufs_in_use.store(pools.iter().map(|p| p.in_use() as u64).sum(), Ordering::Relaxed);
+        live.mbufs_in_use.store(
+            pools.iter().map(|p| p.in_use() as u64).sum(),
+            Ordering::Relaxed,
+        );
         let t = start.elapsed().as_secs_f64();
         if let Some(d) = duration {
             if t >= d && !signal::quit_requested() {
@@ -793,7 +1106,12 @@ fn stats_thread(finished: &AtomicBool, live: &telemetry::Live, pools: &[Mempool]
             let mut line = stats::stats_line(t, &prev, &now, interval, &live.class_names);
             for p in ports {
                 let hw = p.stats();
-                for (name, v) in [("imissed", hw.imissed), ("rx_nombuf", hw.rx_nombuf), ("ierrors", hw.ierrors), ("oerrors", hw.oerrors)] {
+                for (name, v) in [
+                    ("imissed", hw.imissed),
+                    ("rx_nombuf", hw.rx_nombuf),
+                    ("ierrors", hw.ierrors),
+                    ("oerrors", hw.oerrors),
+                ] {
                     if v != 0 {
                         line.push_str(&format!(" | port{} {name}={v}", p.id()));
                     }
@@ -821,8 +1139,29 @@ mod tests {
 
     #[test]
     fn default_layouts() {
-        assert_eq!(RoleLayout::default_for(&[0], 0), RoleLayout { rx: vec![0], worker: vec![0], tx: vec![0] });
-        assert_eq!(RoleLayout::default_for(&[0, 1], 0), RoleLayout { rx: vec![0], worker: vec![1], tx: vec![0] });
-        assert_eq!(RoleLayout::default_for(&[0, 1, 2, 3], 0), RoleLayout { rx: vec![0], worker: vec![1, 2], tx: vec![3] });
+        assert_eq!(
+            RoleLayout::default_for(&[0], 0),
+            RoleLayout {
+                rx: vec![0],
+                worker: vec![0],
+                tx: vec![0]
+            }
+        );
+        assert_eq!(
+            RoleLayout::default_for(&[0, 1], 0),
+            RoleLayout {
+                rx: vec![0],
+                worker: vec![1],
+                tx: vec![0]
+            }
+        );
+        assert_eq!(
+            RoleLayout::default_for(&[0, 1, 2, 3], 0),
+            RoleLayout {
+                rx: vec![0],
+                worker: vec![1, 2],
+                tx: vec![3]
+            }
+        );
     }
 }

@@ -36,7 +36,12 @@ impl TokenBucket {
     pub fn new(pps: f64, tsc_hz: u64, ring: usize, burst: usize) -> Self {
         let cost = ((tsc_hz as f64 * SCALE as f64 / pps).round() as u64).max(1);
         let cap = cost.saturating_mul(ring.max(burst) as u64);
-        TokenBucket { cost, credit: 0, cap, last: 0 }
+        TokenBucket {
+            cost,
+            credit: 0,
+            cap,
+            last: 0,
+        }
     }
 
     /// Packets that may be received now (TSC `now`); the caller then calls
@@ -76,7 +81,10 @@ pub struct FullPolicy {
 
 impl FullPolicy {
     pub fn new(wait: bool, drop_after_us: u64, tsc_hz: u64) -> Self {
-        FullPolicy { wait, patience: (drop_after_us as u128 * tsc_hz as u128 / 1_000_000) as u64 }
+        FullPolicy {
+            wait,
+            patience: (drop_after_us as u128 * tsc_hz as u128 / 1_000_000) as u64,
+        }
     }
 }
 
@@ -197,7 +205,10 @@ mod tests {
 
     #[test]
     fn wait_never_drops() {
-        let p = FullPolicy { wait: true, patience: 10 };
+        let p = FullPolicy {
+            wait: true,
+            patience: 10,
+        };
         let mut h = Hold::default();
         for t in 1..1000 {
             assert!(!h.refused(p, || t * 1000));
@@ -215,7 +226,10 @@ mod tests {
 
     #[test]
     fn drop_holds_for_the_patience_then_stalls() {
-        let p = FullPolicy { wait: false, patience: 100 };
+        let p = FullPolicy {
+            wait: false,
+            patience: 100,
+        };
         let mut h = Hold::default();
         assert!(!h.refused(p, || 1000), "first refusal starts the clock");
         assert!(!refuse_round(&mut h, p, 1050));
@@ -240,6 +254,9 @@ mod tests {
         let p = FullPolicy::new(false, 0, 2_400_000_000);
         assert_eq!(p.patience, 0);
         assert!(Hold::default().refused(p, || unreachable!()));
-        assert_eq!(FullPolicy::new(false, 1000, 2_400_000_000).patience, 2_400_000);
+        assert_eq!(
+            FullPolicy::new(false, 1000, 2_400_000_000).patience,
+            2_400_000
+        );
     }
 }

@@ -20,11 +20,11 @@
 //! input port, sample mark) read at RX; workers touch only the frame, TX
 //! groups by the packet's port.
 
+use super::classes::{self, Match};
 use super::handoff::{InputSet, Sender};
+use super::rate::{FullPolicy, Hold, TokenBucket};
 use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
 use crate::latency::Histogram;
-use super::classes::{self, Match};
-use super::rate::{FullPolicy, Hold, TokenBucket};
 use crate::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES, MAX_PORTS};
 use crate::wire::{self, FrameClass};
 use std::sync::Arc;
@@ -60,7 +60,12 @@ fn flush_buckets(
     bucket_class: &[u8],
 ) -> bool {
     let mut all_sent = true;
-    for (i, ((bucket, sender), hold)) in buckets.iter_mut().zip(senders.iter_mut()).zip(holds.iter_mut()).enumerate() {
+    for (i, ((bucket, sender), hold)) in buckets
+        .iter_mut()
+        .zip(senders.iter_mut())
+        .zip(holds.iter_mut())
+        .enumerate()
+    {
         if bucket.is_empty() {
             continue;
         }
@@ -75,7 +80,10 @@ fn flush_buckets(
         if hold.refused(policy, dpdk::rdtsc_inline) {
             counters.count_drop(reason, bucket.len() as u64);
             let class = bucket_class.get(i).copied().unwrap_or(0) as usize;
-            bump(&counters.class_drops[class % (MAX_APP_CLASSES + 1)], bucket.len() as u64);
+            bump(
+                &counters.class_drops[class % (MAX_APP_CLASSES + 1)],
+                bucket.len() as u64,
+            );
             bucket.free_all();
         } else {
             all_sent = false;
@@ -88,7 +96,13 @@ fn flush_buckets(
 /// came, the upstream stage is done (read before receiving) and every input
 /// is empty, sets `done`: nothing can arrive any more.
 #[inline]
-fn receive(inputs: &mut InputSet, inbuf: &mut Burst<Packet>, burst: usize, upstream_done: bool, done: &mut bool) -> usize {
+fn receive(
+    inputs: &mut InputSet,
+    inbuf: &mut Burst<Packet>,
+    burst: usize,
+    upstream_done: bool,
+    done: &mut bool,
+) -> usize {
     let n = inbuf.fill_with(burst, |out| inputs.recv(out));
     if n == 0 && upstream_done && inputs.is_empty() {
         *done = true;
@@ -197,7 +211,9 @@ impl RxStage {
     pub fn poll(&mut self, stop: bool) -> usize {
         if !self.started {
             self.started = true;
-            self.counters.rx_start_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
+            self.counters
+                .rx_start_tsc
+                .store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
         }
         // Nothing is received while a bucket is held back: the excess
         // stays in the NIC's RX ring (both on-full modes; see `Hold`).
@@ -205,7 +221,9 @@ impl RxStage {
             return 0;
         }
         if stop {
-            self.counters.rx_stop_tsc.store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
+            self.counters
+                .rx_stop_tsc
+                .store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
             self.done = true;
             return 0;
         }
@@ -223,9 +241,17 @@ impl RxStage {
         // Start at a different port each poll: under back-pressure the poll
         // ends early, and a fixed start would starve the later ports.
         let nq = self.queues.len();
-        self.first_queue = if self.first_queue + 1 >= nq { 0 } else { self.first_queue + 1 };
+        self.first_queue = if self.first_queue + 1 >= nq {
+            0
+        } else {
+            self.first_queue + 1
+        };
         for k in 0..nq {
-            let i = if self.first_queue + k >= nq { self.first_queue + k - nq } else { self.first_queue + k };
+            let i = if self.first_queue + k >= nq {
+                self.first_queue + k - nq
+            } else {
+                self.first_queue + k
+            };
             let (port, queue, dedicated) = self.queues[i];
             // The buckets are handed on once per pass (one queue operation
             // for all ports' packets), unless one could overflow first.
@@ -238,7 +264,10 @@ impl RxStage {
             }
             total += n;
             allowance -= n;
-            bump(&self.counters.rx_port_packets[port.id() as usize % MAX_PORTS], n as u64);
+            bump(
+                &self.counters.rx_port_packets[port.id() as usize % MAX_PORTS],
+                n as u64,
+            );
             // The header is hot here: read what later stages need into the
             // Packet once (they never touch the header), stamp samples.
             let stamp = self.stamp;
@@ -271,7 +300,11 @@ impl RxStage {
                     let data = p.data();
                     let info = wire::parse(data);
                     let key = classes::flow_key(data, &info);
-                    let class = self.classes.iter().position(|c| c.matches(&key)).map_or(0, |k| k + 1);
+                    let class = self
+                        .classes
+                        .iter()
+                        .position(|c| c.matches(&key))
+                        .map_or(0, |k| k + 1);
                     per_class[class] += 1;
                     let hash = m.rss_hash().unwrap_or(info.flow_hash);
                     let (start, count) = self.class_workers[class];
@@ -418,7 +451,13 @@ impl WorkerStage {
         if !self.flush() {
             return 0;
         }
-        let n = receive(&mut self.inputs, &mut self.inbuf, self.burst, upstream_done, &mut self.done);
+        let n = receive(
+            &mut self.inputs,
+            &mut self.inbuf,
+            self.burst,
+            upstream_done,
+            &mut self.done,
+        );
         if n == 0 {
             return 0;
         }
@@ -547,7 +586,12 @@ impl TxStage {
     #[inline]
     fn transmit(&mut self) -> bool {
         let mut all_sent = true;
-        for (p, (bucket, hold)) in self.buckets.iter_mut().zip(self.holds.iter_mut()).enumerate() {
+        for (p, (bucket, hold)) in self
+            .buckets
+            .iter_mut()
+            .zip(self.holds.iter_mut())
+            .enumerate()
+        {
             if bucket.is_empty() {
                 continue;
             }
@@ -565,7 +609,8 @@ impl TxStage {
                 tries += 1;
                 if tries >= TX_RETRIES {
                     if hold.refused(self.policy, dpdk::rdtsc_inline) {
-                        self.counters.count_drop(DropReason::TxFull, bucket.len() as u64);
+                        self.counters
+                            .count_drop(DropReason::TxFull, bucket.len() as u64);
                         bucket.free_all();
                     } else {
                         all_sent = false;
@@ -582,7 +627,8 @@ impl TxStage {
     fn drop_pending(&mut self) {
         for bucket in self.buckets.iter_mut() {
             if !bucket.is_empty() {
-                self.counters.count_drop(DropReason::TxFull, bucket.len() as u64);
+                self.counters
+                    .count_drop(DropReason::TxFull, bucket.len() as u64);
                 bucket.free_all();
             }
         }
@@ -599,7 +645,9 @@ impl TxStage {
             if self.pending {
                 if crate::dpdk::signal::quit_requested() {
                     let now = dpdk::rdtsc();
-                    let deadline = *self.give_up_at.get_or_insert(now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64);
+                    let deadline = *self
+                        .give_up_at
+                        .get_or_insert(now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64);
                     if now >= deadline {
                         self.drop_pending();
                     }
@@ -607,7 +655,13 @@ impl TxStage {
                 return 0;
             }
         }
-        let n = receive(&mut self.inputs, &mut self.inbuf, self.burst, upstream_done, &mut self.done);
+        let n = receive(
+            &mut self.inputs,
+            &mut self.inbuf,
+            self.burst,
+            upstream_done,
+            &mut self.done,
+        );
         if n == 0 {
             return 0;
         }

@@ -46,17 +46,36 @@ impl Live {
 
     pub fn stats(&self) -> Vec<(String, TelValue)> {
         let t = self.totals();
-        let drops = DropReason::ALL.iter().map(|r| (r.name().to_string(), u(t.drops[r.index()]))).collect();
+        let drops = DropReason::ALL
+            .iter()
+            .map(|r| (r.name().to_string(), u(t.drops[r.index()])))
+            .collect();
         vec![
-            ("state".into(), s(if self.running.load(Ordering::Relaxed) { "running" } else { "stopped" })),
+            (
+                "state".into(),
+                s(if self.running.load(Ordering::Relaxed) {
+                    "running"
+                } else {
+                    "stopped"
+                }),
+            ),
             ("backend".into(), s(self.backend)),
             ("topology".into(), s(self.topology)),
-            ("duration_ms".into(), u(self.started.elapsed().as_millis() as u64)),
+            (
+                "duration_ms".into(),
+                u(self.started.elapsed().as_millis() as u64),
+            ),
             ("rx_packets".into(), u(t.rx)),
             ("tx_packets".into(), u(t.tx)),
             ("drops_total".into(), u(t.drops_total())),
-            ("in_flight".into(), u(t.rx.saturating_sub(t.tx + t.drops_total()))),
-            ("mbufs_in_use".into(), u(self.mbufs_in_use.load(Ordering::Relaxed))),
+            (
+                "in_flight".into(),
+                u(t.rx.saturating_sub(t.tx + t.drops_total())),
+            ),
+            (
+                "mbufs_in_use".into(),
+                u(self.mbufs_in_use.load(Ordering::Relaxed)),
+            ),
             ("drops".into(), TelValue::Dict(drops)),
         ]
     }
@@ -79,7 +98,10 @@ impl Live {
                         ("idle_polls".into(), u(g(&c.idle_polls))),
                         ("busy_cycles".into(), u(busy)),
                         ("idle_cycles".into(), u(g(&c.idle_cycles))),
-                        ("busy_cycles_per_packet".into(), u(busy.checked_div(handled).unwrap_or(0))),
+                        (
+                            "busy_cycles_per_packet".into(),
+                            u(busy.checked_div(handled).unwrap_or(0)),
+                        ),
                     ]),
                 )
             })
@@ -91,8 +113,16 @@ impl Live {
             .iter()
             .map(|(p, name, driver)| {
                 let i = *p as usize;
-                let rx: u64 = self.lcores.iter().map(|(_, _, c)| c.rx_port_packets[i].load(Ordering::Relaxed)).sum();
-                let tx: u64 = self.lcores.iter().map(|(_, _, c)| c.tx_port_packets[i].load(Ordering::Relaxed)).sum();
+                let rx: u64 = self
+                    .lcores
+                    .iter()
+                    .map(|(_, _, c)| c.rx_port_packets[i].load(Ordering::Relaxed))
+                    .sum();
+                let tx: u64 = self
+                    .lcores
+                    .iter()
+                    .map(|(_, _, c)| c.tx_port_packets[i].load(Ordering::Relaxed))
+                    .sum();
                 let hw = Port(*p).stats();
                 (
                     format!("port{p}"),
@@ -141,7 +171,11 @@ impl Live {
             .iter()
             .enumerate()
             .map(|(k, name)| {
-                let dedicated: u64 = self.lcores.iter().map(|(_, _, c)| c.class_rx_dedicated[k].load(Ordering::Relaxed)).sum();
+                let dedicated: u64 = self
+                    .lcores
+                    .iter()
+                    .map(|(_, _, c)| c.class_rx_dedicated[k].load(Ordering::Relaxed))
+                    .sum();
                 (
                     name.clone(),
                     TelValue::Dict(vec![

@@ -516,7 +516,11 @@ fn prefetch_unit(unit: *const Unit, stride: usize) {
         while off < stride {
             // SAFETY: prefetch is a hint that never faults; the address
             // (inside the unit's arena) is only computed, not dereferenced.
-            unsafe { core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(base.wrapping_add(off).cast()) };
+            unsafe {
+                core::arch::x86_64::_mm_prefetch::<{ core::arch::x86_64::_MM_HINT_T0 }>(
+                    base.wrapping_add(off).cast(),
+                )
+            };
             off += UNIT_ALIGN;
         }
     }
@@ -1296,7 +1300,10 @@ impl<T> Consumer<T> {
         // forms are equivalent; natively load + store avoids a locked RMW.
         let returned = &self.shared.pools[producer as usize].returned;
         #[cfg(not(loom))]
-        returned.store(returned.load(Ordering::Relaxed).wrapping_add(1), Ordering::Release);
+        returned.store(
+            returned.load(Ordering::Relaxed).wrapping_add(1),
+            Ordering::Release,
+        );
         #[cfg(loom)]
         returned.fetch_add(1, Ordering::Release);
         self.cur = next;

@@ -38,7 +38,10 @@ pub fn hugepages_usable() -> bool {
         .and_then(|l| l.split_whitespace().nth(1))
         .and_then(|v| v.parse::<u64>().ok())
         .unwrap_or(0);
-    let mounted = std::fs::read_to_string("/proc/mounts").unwrap_or_default().lines().any(|l| l.contains("hugetlbfs"));
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("hugetlbfs"));
     free >= 300 && mounted
 }
 
@@ -53,7 +56,12 @@ pub fn mem_args() -> Vec<String> {
 
 /// A fresh scratch directory for one test.
 pub fn scratch(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("tqfwd-test-{}-{}-{}", std::process::id(), name, SEQ.fetch_add(1, Ordering::Relaxed)));
+    let dir = std::env::temp_dir().join(format!(
+        "tqfwd-test-{}-{}-{}",
+        std::process::id(),
+        name,
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("scratch dir");
     dir
@@ -61,9 +69,18 @@ pub fn scratch(name: &str) -> PathBuf {
 
 /// EAL arguments: lcores, no PCI, unique file prefix, memory, the vdevs.
 pub fn eal_args(lcores: &str, vdevs: &[String]) -> Vec<String> {
-    let mut v = vec!["-l".to_string(), lcores.to_string(), "--no-pci".into(), "--log-level=lib.eal:warning".into()];
+    let mut v = vec![
+        "-l".to_string(),
+        lcores.to_string(),
+        "--no-pci".into(),
+        "--log-level=lib.eal:warning".into(),
+    ];
     v.push("--file-prefix".into());
-    v.push(format!("tqfwdtest{}_{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed)));
+    v.push(format!(
+        "tqfwdtest{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    ));
     v.extend(mem_args());
     for d in vdevs {
         v.push(format!("--vdev={d}"));
@@ -84,10 +101,18 @@ impl Run {
         self.status.code().unwrap_or(-1)
     }
     pub fn json(&self) -> &serde_json::Value {
-        self.json.as_ref().unwrap_or_else(|| panic!("no JSON written\nstdout:\n{}\nstderr:\n{}", self.stdout, self.stderr))
+        self.json.as_ref().unwrap_or_else(|| {
+            panic!(
+                "no JSON written\nstdout:\n{}\nstderr:\n{}",
+                self.stdout, self.stderr
+            )
+        })
     }
     pub fn describe(&self) -> String {
-        format!("exit {:?}\nstdout:\n{}\nstderr:\n{}", self.status, self.stdout, self.stderr)
+        format!(
+            "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+            self.status, self.stdout, self.stderr
+        )
     }
 }
 
@@ -115,13 +140,21 @@ pub fn run_tqfwd(dir: &Path, eal: &[String], app: &[&str], timeout: Duration) ->
     let json_path = dir.join("stats.json");
     let _ = std::fs::remove_file(&json_path);
     let mut cmd = Command::new(bin());
-    cmd.args(eal).arg("--").args(app).arg("--stats-json").arg(&json_path);
-    cmd.stdout(Stdio::piped()).stderr(Stdio::piped()).env("RUST_LOG", "info");
+    cmd.args(eal)
+        .arg("--")
+        .args(app)
+        .arg("--stats-json")
+        .arg(&json_path);
+    cmd.stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .env("RUST_LOG", "info");
     let start = Instant::now();
     let child = cmd.spawn().expect("spawn tqfwd");
     let out = wait_with_timeout(child, timeout);
     let elapsed = start.elapsed();
-    let json = std::fs::read_to_string(&json_path).ok().map(|s| serde_json::from_str(&s).expect("valid JSON"));
+    let json = std::fs::read_to_string(&json_path)
+        .ok()
+        .map(|s| serde_json::from_str(&s).expect("valid JSON"));
     Run {
         status: out.status,
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -153,16 +186,32 @@ pub fn assert_clean_end(run: &Run) {
     let j = run.json();
     assert_eq!(j["conservation_ok"], true, "{}", run.describe());
     assert_eq!(j["mbufs_in_use"], 0, "{}", run.describe());
-    let drops: u64 = j["drops"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
-    assert_eq!(j["rx_packets"].as_u64().unwrap(), j["tx_packets"].as_u64().unwrap() + drops, "{}", run.describe());
+    let drops: u64 = j["drops"]
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|v| v.as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        j["rx_packets"].as_u64().unwrap(),
+        j["tx_packets"].as_u64().unwrap() + drops,
+        "{}",
+        run.describe()
+    );
     for reason in ["runt", "rx_handoff_full", "worker_handoff_full", "tx_full"] {
-        assert!(j["drops"].get(reason).is_some(), "drop reason {reason} missing from JSON");
+        assert!(
+            j["drops"].get(reason).is_some(),
+            "drop reason {reason} missing from JSON"
+        );
     }
     assert!(!run.stderr.contains("panicked"), "{}", run.describe());
 }
 
 pub fn mac_bytes(s: &str) -> [u8; 6] {
-    let v: Vec<u8> = s.split(':').map(|x| u8::from_str_radix(x, 16).unwrap()).collect();
+    let v: Vec<u8> = s
+        .split(':')
+        .map(|x| u8::from_str_radix(x, 16).unwrap())
+        .collect();
     v.try_into().unwrap()
 }
 
@@ -178,12 +227,19 @@ pub fn peer_bin() -> &'static str {
 
 /// A name unique to this test process and call: `<prefix><pid>_<n>`.
 pub fn unique_name(prefix: &str) -> String {
-    format!("{prefix}{}_{}", std::process::id(), SEQ.fetch_add(1, Ordering::Relaxed))
+    format!(
+        "{prefix}{}_{}",
+        std::process::id(),
+        SEQ.fetch_add(1, Ordering::Relaxed)
+    )
 }
 
 /// Free 2 MiB huge pages right now (0 without a hugetlbfs mount).
 pub fn free_hugepages() -> u64 {
-    let mounted = std::fs::read_to_string("/proc/mounts").unwrap_or_default().lines().any(|l| l.contains("hugetlbfs"));
+    let mounted = std::fs::read_to_string("/proc/mounts")
+        .unwrap_or_default()
+        .lines()
+        .any(|l| l.contains("hugetlbfs"));
     if !mounted {
         return 0;
     }
@@ -218,7 +274,10 @@ pub fn have_command(prog: &str) -> bool {
 /// the test instead.
 pub fn skip_test(test: &str, why: &str) {
     use std::io::Write;
-    if std::env::var("TQFWD_REQUIRE_PEERS").map(|v| v == "1").unwrap_or(false) {
+    if std::env::var("TQFWD_REQUIRE_PEERS")
+        .map(|v| v == "1")
+        .unwrap_or(false)
+    {
         panic!("{test}: cannot run here: {why} (TQFWD_REQUIRE_PEERS=1)");
     }
     let _ = writeln!(std::io::stderr(), "\n*** SKIPPED {test}: {why} ***");
@@ -226,11 +285,19 @@ pub fn skip_test(test: &str, why: &str) {
 
 /// Runs a command to completion; Err carries its stderr.
 pub fn run_cmd(prog: &str, args: &[&str]) -> Result<String, String> {
-    let out = Command::new(prog).args(args).output().map_err(|e| format!("{prog}: {e}"))?;
+    let out = Command::new(prog)
+        .args(args)
+        .output()
+        .map_err(|e| format!("{prog}: {e}"))?;
     if out.status.success() {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     } else {
-        Err(format!("`{prog} {}` failed ({}): {}", args.join(" "), out.status, String::from_utf8_lossy(&out.stderr).trim()))
+        Err(format!(
+            "`{prog} {}` failed ({}): {}",
+            args.join(" "),
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        ))
     }
 }
 
@@ -261,12 +328,16 @@ impl Proc {
     fn start(name: &str, cmd: &mut Command) -> Proc {
         use std::io::BufRead;
         cmd.stdout(Stdio::piped()).stderr(Stdio::piped());
-        let mut child = cmd.spawn().unwrap_or_else(|e| panic!("spawn {name} ({cmd:?}): {e}"));
+        let mut child = cmd
+            .spawn()
+            .unwrap_or_else(|e| panic!("spawn {name} ({cmd:?}): {e}"));
         let stdin = child.stdin.take();
         let out = std::sync::Arc::new(Mutex::new(String::new()));
         let mut readers = Vec::new();
-        let streams: Vec<Box<dyn std::io::Read + Send>> =
-            vec![Box::new(child.stdout.take().unwrap()), Box::new(child.stderr.take().unwrap())];
+        let streams: Vec<Box<dyn std::io::Read + Send>> = vec![
+            Box::new(child.stdout.take().unwrap()),
+            Box::new(child.stderr.take().unwrap()),
+        ];
         for s in streams {
             let out = out.clone();
             readers.push(std::thread::spawn(move || {
@@ -278,7 +349,14 @@ impl Proc {
                 }
             }));
         }
-        Proc { name: name.into(), child, out, readers, status: None, stdin }
+        Proc {
+            name: name.into(),
+            child,
+            out,
+            readers,
+            status: None,
+            stdin,
+        }
     }
 
     /// Writes one line to its stdin (an interactive command).
@@ -308,7 +386,12 @@ impl Proc {
     }
 
     /// Waits until `pred(output)` holds; Err if it exits first or on timeout.
-    pub fn wait_until(&mut self, what: &str, timeout: Duration, pred: impl Fn(&str) -> bool) -> Result<(), String> {
+    pub fn wait_until(
+        &mut self,
+        what: &str,
+        timeout: Duration,
+        pred: impl Fn(&str) -> bool,
+    ) -> Result<(), String> {
         let start = Instant::now();
         loop {
             if pred(&self.text()) {
@@ -319,10 +402,20 @@ impl Proc {
                 if pred(&self.text()) {
                     return Ok(());
                 }
-                return Err(format!("{} exited ({st}) before {what}\n--- {} output ---\n{}", self.name, self.name, self.text()));
+                return Err(format!(
+                    "{} exited ({st}) before {what}\n--- {} output ---\n{}",
+                    self.name,
+                    self.name,
+                    self.text()
+                ));
             }
             if start.elapsed() > timeout {
-                return Err(format!("{}: no {what} within {timeout:?}\n--- {} output ---\n{}", self.name, self.name, self.text()));
+                return Err(format!(
+                    "{}: no {what} within {timeout:?}\n--- {} output ---\n{}",
+                    self.name,
+                    self.name,
+                    self.text()
+                ));
             }
             std::thread::sleep(Duration::from_millis(25));
         }
@@ -331,7 +424,11 @@ impl Proc {
     /// Sends a signal by name (INT, TERM, KILL) with kill(1).
     pub fn signal(&mut self, sig: &str) {
         if self.exited().is_none() {
-            let _ = Command::new("kill").arg("-s").arg(sig).arg(self.pid().to_string()).status();
+            let _ = Command::new("kill")
+                .arg("-s")
+                .arg(sig)
+                .arg(self.pid().to_string())
+                .status();
         }
     }
 
@@ -394,19 +491,41 @@ impl NetnsPair {
         };
         run_cmd("ip", &["netns", "add", &pair.a])?;
         run_cmd("ip", &["netns", "add", &pair.b])?;
-        for (ns, host, tmp, mac, ip) in [(&pair.a, &pair.host_a, "tqpa", mac_a, ip_a), (&pair.b, &pair.host_b, "tqpb", mac_b, ip_b)] {
+        for (ns, host, tmp, mac, ip) in [
+            (&pair.a, &pair.host_a, "tqpa", mac_a, ip_a),
+            (&pair.b, &pair.host_b, "tqpb", mac_b, ip_b),
+        ] {
             let tmp = format!("{tmp}{}", &id[..id.len().min(10)]);
-            run_cmd("ip", &["link", "add", host, "type", "veth", "peer", "name", &tmp])?;
+            run_cmd(
+                "ip",
+                &["link", "add", host, "type", "veth", "peer", "name", &tmp],
+            )?;
             run_cmd("ip", &["link", "set", &tmp, "netns", ns])?;
             run_cmd("ip", &["-n", ns, "link", "set", &tmp, "name", "eth0"])?;
             run_cmd("ip", &["-n", ns, "link", "set", "eth0", "address", mac])?;
-            run_cmd("ip", &["netns", "exec", ns, "sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1"])?;
+            run_cmd(
+                "ip",
+                &[
+                    "netns",
+                    "exec",
+                    ns,
+                    "sysctl",
+                    "-qw",
+                    "net.ipv6.conf.all.disable_ipv6=1",
+                ],
+            )?;
             run_cmd("ip", &["-n", ns, "addr", "add", ip, "dev", "eth0"])?;
             run_cmd("ip", &["-n", ns, "link", "set", "lo", "up"])?;
             run_cmd("ip", &["-n", ns, "link", "set", "eth0", "up"])?;
-            run_cmd("ip", &["netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off"])?;
+            run_cmd(
+                "ip",
+                &["netns", "exec", ns, "ethtool", "-K", "eth0", "tx", "off"],
+            )?;
             // Best effort: no IPv6 on the host ends either.
-            let _ = run_cmd("sysctl", &["-qw", &format!("net.ipv6.conf.{host}.disable_ipv6=1")]);
+            let _ = run_cmd(
+                "sysctl",
+                &["-qw", &format!("net.ipv6.conf.{host}.disable_ipv6=1")],
+            );
             run_cmd("ip", &["link", "set", host, "up"])?;
         }
         Ok(pair)
@@ -428,7 +547,13 @@ impl NetnsPair {
     /// priority cannot starve anything.
     pub fn exec_prio(&self, ns: &str, prog: &str) -> Command {
         static RT_OK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let rt = *RT_OK.get_or_init(|| Command::new("chrt").args(["-f", "10", "true"]).status().map(|s| s.success()).unwrap_or(false));
+        let rt = *RT_OK.get_or_init(|| {
+            Command::new("chrt")
+                .args(["-f", "10", "true"])
+                .status()
+                .map(|s| s.success())
+                .unwrap_or(false)
+        });
         let mut c = Command::new("ip");
         c.args(["netns", "exec", ns]);
         if rt {
@@ -444,7 +569,12 @@ impl NetnsPair {
     /// lines: InDatagrams, NoPorts, InErrors, RcvbufErrors, …).
     pub fn udp_counters(&self, ns: &str) -> String {
         run_cmd("ip", &["netns", "exec", ns, "cat", "/proc/net/snmp"])
-            .map(|t| t.lines().filter(|l| l.starts_with("Udp:")).collect::<Vec<_>>().join("\n"))
+            .map(|t| {
+                t.lines()
+                    .filter(|l| l.starts_with("Udp:"))
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            })
             .unwrap_or_default()
     }
 }
@@ -465,11 +595,23 @@ impl Drop for NetnsPair {
 /// Deletes `tqa<pid>_<n>` / `tqb<pid>_<n>` namespaces left behind by test
 /// processes that no longer exist (killed before their guards ran).
 pub fn sweep_stale_netns() {
-    let Ok(list) = run_cmd("ip", &["netns", "list"]) else { return };
+    let Ok(list) = run_cmd("ip", &["netns", "list"]) else {
+        return;
+    };
     for name in list.lines().filter_map(|l| l.split_whitespace().next()) {
-        let Some(rest) = name.strip_prefix("tqa").or_else(|| name.strip_prefix("tqb")) else { continue };
-        let Some((pid, n)) = rest.split_once('_') else { continue };
-        if pid.is_empty() || !pid.bytes().all(|b| b.is_ascii_digit()) || !n.bytes().all(|b| b.is_ascii_digit()) {
+        let Some(rest) = name
+            .strip_prefix("tqa")
+            .or_else(|| name.strip_prefix("tqb"))
+        else {
+            continue;
+        };
+        let Some((pid, n)) = rest.split_once('_') else {
+            continue;
+        };
+        if pid.is_empty()
+            || !pid.bytes().all(|b| b.is_ascii_digit())
+            || !n.bytes().all(|b| b.is_ascii_digit())
+        {
             continue;
         }
         if pid != std::process::id().to_string() && !Path::new(&format!("/proc/{pid}")).exists() {
@@ -484,7 +626,11 @@ pub struct XorShift(u64);
 impl XorShift {
     /// A generator from `seed` (0 is replaced by a fixed non-zero value).
     pub fn new(seed: u64) -> Self {
-        XorShift(if seed == 0 { 0x9e37_79b9_7f4a_7c15 } else { seed })
+        XorShift(if seed == 0 {
+            0x9e37_79b9_7f4a_7c15
+        } else {
+            seed
+        })
     }
     pub fn next_u64(&mut self) -> u64 {
         let mut x = self.0;
@@ -513,7 +659,15 @@ pub fn one_way_pcap_ports(dir: &Path, frames: &[Vec<u8>]) -> Vec<String> {
     let empty = dir.join("empty.pcap");
     tqfwd::pcap::write_all(&empty, Vec::<Vec<u8>>::new()).expect("write empty pcap");
     vec![
-        format!("net_pcap0,rx_pcap={},tx_pcap={}", in0.display(), dir.join("out0.pcap").display()),
-        format!("net_pcap1,rx_pcap={},tx_pcap={}", empty.display(), dir.join("out1.pcap").display()),
+        format!(
+            "net_pcap0,rx_pcap={},tx_pcap={}",
+            in0.display(),
+            dir.join("out0.pcap").display()
+        ),
+        format!(
+            "net_pcap1,rx_pcap={},tx_pcap={}",
+            empty.display(),
+            dir.join("out1.pcap").display()
+        ),
     ]
 }
