@@ -7,9 +7,9 @@
 //! pressure travels back to RX, which stops polling, and the excess stays
 //! in the NIC (`imissed`), where dropping it costs no cycles. With
 //! `--on-full wait` that is all; with `--on-full drop` a consumer that has
-//! refused for `--drop-after` is stalled and its packets are dropped at
-//! once instead (see [`Hold`]), so one stalled worker or port does not stop
-//! the others' traffic.
+//! taken nothing for `--drop-after` is stalled and what it refuses is
+//! dropped at once instead (see [`Hold`]), so one stalled worker or port
+//! does not stop the others' traffic.
 //!
 //! Ownership: every mbuf a stage holds sits in one of its bursts; it
 //! leaves by being handed on (queue or PMD) or freed and counted.
