@@ -100,11 +100,11 @@ pub struct Options {
     pub tx_lcores: Option<CoreList>,
 
     /// RX / hand-off / TX burst size (1-256)
-    #[arg(long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=MAX_BURST as i64))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=MAX_BURST as i64))]
     pub burst: u16,
 
     /// Capacity of each hand-off queue in packets, a power of two (ring slots; tq holds the same N at any burst size, split over a shared queue's producers)
-    #[arg(long, value_name = "N", default_value_t = 2048, value_parser = parse_depth)]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 2048, value_parser = parse_depth)]
     pub depth: u32,
 
     /// What to do when a hand-off queue or a port's TX queue is full. Both modes first hold the packets and stop taking input, so the excess stays in the NIC; drop: a consumer that refuses for longer than --drop-after is stalled and its packets are freed and counted instead of holding up the others
@@ -112,11 +112,11 @@ pub struct Options {
     pub on_full: OnFull,
 
     /// With --on-full drop: microseconds refused packets are held before their consumer (worker, TX lcore, port) counts as stalled and its packets are dropped; 0 = drop at once (no holding)
-    #[arg(long, value_name = "USEC", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
+    #[arg(allow_negative_numbers = true, long, value_name = "USEC", default_value_t = 1000, value_parser = clap::value_parser!(u32).range(0..=10_000_000))]
     pub drop_after: u32,
 
     /// Benchmark knob: take at most MPPS million packets per second from the ports (a token bucket on the RX stage, split evenly over the RX lcores; the excess stays in the NIC)
-    #[arg(long, value_name = "MPPS", value_parser = parse_mpps)]
+    #[arg(allow_negative_numbers = true, long, value_name = "MPPS", value_parser = parse_mpps)]
     pub rx_rate: Option<f64>,
 
     /// Test knob: worker IDX (0-based, in --worker-lcores order) sleeps MS milliseconds once, at its first packet
@@ -132,11 +132,11 @@ pub struct Options {
     pub no_mac_rewrite: bool,
 
     /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM
-    #[arg(long, value_name = "SECS", value_parser = parse_seconds)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
 
     /// Print one stats line every SECS seconds (0 = off)
-    #[arg(long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_seconds_or_zero)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_seconds_or_zero)]
     pub stats_interval: f64,
 
     /// Write the final statistics as JSON to PATH
@@ -144,7 +144,12 @@ pub struct Options {
     pub stats_json: Option<PathBuf>,
 
     /// Busy-loop this many TSC cycles per packet in the worker (simulated per-packet work)
-    #[arg(long, value_name = "CYCLES", default_value_t = 0)]
+    #[arg(
+        allow_negative_numbers = true,
+        long,
+        value_name = "CYCLES",
+        default_value_t = 0
+    )]
     pub worker_cycles: u32,
 
     /// Application class NAME:MATCH:LCORES (repeatable), e.g. kv:udp,dst-port=8080:2-3. MATCH terms (all must hold): udp | tcp | proto=N | src=A.B.C.D/LEN | dst=A.B.C.D/LEN | src-port=N | dst-port=N. Matching traffic is handled only by the class's worker lcores (and, where the NIC accepts rte_flow rules, received on the class's own RX queue); the rest goes to the default workers
@@ -156,23 +161,23 @@ pub struct Options {
     pub latency: bool,
 
     /// With --latency, stamp 1 packet in N (the others carry no stamp)
-    #[arg(long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub latency_sample: u32,
 
     /// Mbufs per NUMA socket's pool (default: sized for descriptors + queue capacity + caches)
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(64..=16_777_216))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u32).range(64..=16_777_216))]
     pub mbufs: Option<u32>,
 
     /// RX descriptors per queue (adjusted to the device's limits)
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
     pub rx_desc: u16,
 
     /// TX descriptors per queue (adjusted to the device's limits)
-    #[arg(long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
     pub tx_desc: u16,
 
     /// Seconds to wait for links to come up before forwarding anyway
-    #[arg(long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
+    #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
     pub link_timeout: f64,
 }
 
@@ -433,5 +438,21 @@ mod tests {
             parse_options(&s(&["tqfwd", "--help"])),
             Err(Ok(_))
         ));
+        // A negative number is a bad value of the option, named as such (not
+        // an unknown argument '-3').
+        for (opt, v) in [
+            ("--duration", "-3"),
+            ("--stats-interval", "-1"),
+            ("--rx-rate", "-2"),
+            ("--drop-after", "-5"),
+            ("--burst", "-1"),
+        ] {
+            match parse_options(&s(&["tqfwd", opt, v])) {
+                Err(Err(line)) => {
+                    assert!(line.contains(opt) && line.contains(v), "{opt} {v}: {line}")
+                }
+                other => panic!("{opt} {v} accepted: {other:?}"),
+            }
+        }
     }
 }

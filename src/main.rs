@@ -69,8 +69,15 @@ fn main() -> ExitCode {
         }
     };
 
-    print!("{}", report.summary());
-    let _ = std::io::stdout().flush();
+    // The summary goes to stdout, or to stderr when stdout fails (a closed
+    // pipe, a full disk): the run's accounting is never lost.
+    let summary = report.summary();
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(summary.as_bytes()).and_then(|_| out.flush()) {
+        eprintln!("tqfwd: warning: stdout: {e}; summary follows on stderr");
+        eprint!("{summary}");
+    }
+    drop(out);
     if let Some(path) = &opts.stats_json {
         let json = serde_json::to_string_pretty(&report).expect("report serialises");
         if let Err(e) = std::fs::write(path, json + "\n") {

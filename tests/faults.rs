@@ -60,3 +60,70 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
     assert_eq!(out.len() as u64, received);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// stdout that fails (a closed pipe, as with `tqfwd … | head -1`, and
+/// `/dev/full`): forwarding goes on, the stats lines stop with one warning,
+/// the summary goes to stderr, the JSON is written and the exit code is 0.
+#[test]
+fn failing_stdout_keeps_the_run_and_its_summary() {
+    use std::process::{Command, Stdio};
+    let _g = serial();
+    let dir = scratch("stdout");
+    for target in ["closed pipe", "/dev/full"] {
+        let json = dir.join("stats.json");
+        let _ = std::fs::remove_file(&json);
+        let mut cmd = Command::new(bin());
+        cmd.args(eal_args(
+            "0-1",
+            &[
+                "net_null0,size=64".to_string(),
+                "net_null1,size=64".to_string(),
+            ],
+        ))
+        .args([
+            "--",
+            "--duration",
+            "1",
+            "--stats-interval",
+            "0.1",
+            "--stats-json",
+        ])
+        .arg(&json)
+        .stderr(Stdio::piped());
+        if target == "/dev/full" {
+            cmd.stdout(
+                std::fs::OpenOptions::new()
+                    .write(true)
+                    .open("/dev/full")
+                    .expect("/dev/full"),
+            );
+        } else {
+            cmd.stdout(Stdio::piped());
+        }
+        let mut child = cmd.spawn().expect("spawn tqfwd");
+        // The reader goes away at once: every write to the pipe fails.
+        drop(child.stdout.take());
+        let out = child.wait_with_output().expect("tqfwd output");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{target}: {:?}\n{stderr}",
+            out.status
+        );
+        assert!(
+            stderr.contains("conservation rx = tx + drops") && stderr.contains("-> OK"),
+            "{target}: no summary on stderr\n{stderr}"
+        );
+        let j: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&json).expect("JSON written"))
+                .expect("valid JSON");
+        assert_eq!(j["conservation_ok"], true);
+        assert_eq!(j["mbufs_in_use"], 0);
+        assert!(
+            j["tx_packets"].as_u64().unwrap() > 0,
+            "{target}: nothing forwarded"
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -1089,6 +1089,9 @@ fn stats_thread(
     let start = Instant::now();
     let mut prev = Totals::default();
     let mut next_line = interval;
+    // Stats lines stop (one warning) when stdout fails: a closed pipe
+    // (`tqfwd … | head -1`) or a full disk must not stop forwarding.
+    let mut stdout_ok = true;
     while !finished.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(20));
         live.mbufs_in_use.store(
@@ -1117,7 +1120,14 @@ fn stats_thread(
                     }
                 }
             }
-            println!("{line}");
+            if stdout_ok {
+                use std::io::Write;
+                let mut out = std::io::stdout().lock();
+                if let Err(e) = writeln!(out, "{line}").and_then(|_| out.flush()) {
+                    stdout_ok = false;
+                    log::warn!("stdout: {e}; no more stats lines (the summary goes to stderr)");
+                }
+            }
             prev = now;
             next_line += interval;
         }
