@@ -418,9 +418,6 @@ impl WorkerStage {
         }
     }
 
-    /// One receive/process/hand-on round; returns how many packets it
-    /// took. `upstream_done`: every RX lcore has stopped and published all
-    /// it had (read before receiving).
     /// Hands the TX buckets on ([`flush_buckets`]); false when something
     /// stayed behind.
     #[inline]
@@ -439,13 +436,16 @@ impl WorkerStage {
     /// The test knob `--debug-stall-worker`: sleeps (yielding the CPU) in
     /// 1 ms steps until the stall is over or a stop is requested.
     #[cold]
-    fn stall(&mut self, length: std::time::Duration) {
+    fn stall(length: std::time::Duration) {
         let end = std::time::Instant::now() + length;
         while std::time::Instant::now() < end && !crate::dpdk::signal::quit_requested() {
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
     }
 
+    /// One receive/process/hand-on round; returns how many packets it
+    /// took. `upstream_done`: every RX lcore has stopped and published all
+    /// it had (read before receiving).
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
         if !self.flush() {
@@ -462,7 +462,7 @@ impl WorkerStage {
             return 0;
         }
         if let Some(length) = self.stall.take() {
-            self.stall(length);
+            Self::stall(length);
         }
         // The frames may be cold: ask for all of them before touching the
         // first. (Packet knows where each frame starts: no header read.)
