@@ -48,6 +48,17 @@ fn nic_tx(text: &str) -> Vec<u64> {
 /// start. `main_lcore` picks which of the two CPUs its busy forwarding
 /// lcore gets: the other one.
 fn testpmd(prefix: &str, main_lcore: u32, socket: &Path, mode: &[&str]) -> Command {
+    testpmd_role(prefix, main_lcore, socket, "client", mode)
+}
+
+/// [`testpmd`] with its memif port in `role` (client or server).
+fn testpmd_role(
+    prefix: &str,
+    main_lcore: u32,
+    socket: &Path,
+    role: &str,
+    mode: &[&str],
+) -> Command {
     let mut c = Command::new("stdbuf");
     c.args(["-oL", "-eL", "dpdk-testpmd"]);
     c.args([
@@ -62,7 +73,7 @@ fn testpmd(prefix: &str, main_lcore: u32, socket: &Path, mode: &[&str]) -> Comma
     // testpmd's default pool is sized for many ports; 8192 mbufs fit 128 MB.
     c.args(mem_args_mb(128));
     c.arg(format!(
-        "--vdev=net_memif0,role=client,socket={},socket-abstract=no,id=0",
+        "--vdev=net_memif0,role={role},socket={},socket-abstract=no,id=0",
         socket.display()
     ));
     c.arg("--");
@@ -373,6 +384,169 @@ fn memif_chain(backend: &str) {
         t0.elapsed().as_secs_f64(),
         peer_exits.join(", ")
     );
+}
+
+/// tqfwd's cumulative TX from its last stats line (`total rx N tx M`).
+fn tqfwd_total_tx(text: &str) -> u64 {
+    text.lines()
+        .rev()
+        .filter_map(|l| l.split(" total rx ").nth(1))
+        .filter_map(|rest| rest.split(" tx ").nth(1))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .find_map(|v| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// memif peers that go away and come back, 20 times, while tqfwd forwards:
+/// testpmd txonly as memif *server* → tqfwd port 0 (memif client) … tqfwd
+/// port 1 (memif server) → testpmd rxonly (memif client). Each round stops
+/// one peer, alternately the generator and the sink, by SIGINT or SIGKILL,
+/// starts a new one, and waits until tqfwd's TX grows again (the whole path
+/// works). tqfwd must never crash (DPDK's memif PMD unmaps the shared
+/// regions on a peer's disconnect: see `pipeline::lifecycle`), must log
+/// each link change, reconnect its client port, and end with its checks.
+fn memif_peer_restarts(backend: &str) {
+    let _g = serial();
+    let test = format!("memif_peer_restarts_{backend}");
+    let t0 = Instant::now();
+    for tool in ["dpdk-testpmd", "stdbuf"] {
+        if !have_command(tool) {
+            skip_test(&test, &format!("`{tool}` not found"));
+            return;
+        }
+    }
+    const ROUNDS: usize = 20;
+    let dir = scratch(&test);
+    let gen_sock = dir.join("gen.sock");
+    let sink_sock = dir.join("sink.sock");
+    let json_path = dir.join("stats.json");
+    let start_gen = || {
+        let _ = std::fs::remove_file(&gen_sock);
+        let mut p = Proc::spawn_interactive(
+            "generator testpmd",
+            &mut testpmd_role(
+                &unique_name("tqgen"),
+                0,
+                &gen_sock,
+                "server",
+                &["--forward-mode=txonly", "--txpkts=64"],
+            ),
+        );
+        p.wait_until("forwarding start", Duration::from_secs(30), |t| {
+            t.contains("packet forwarding - ports=")
+        })
+        .unwrap();
+        p
+    };
+    let start_sink = || {
+        let mut p = Proc::spawn_interactive(
+            "sink testpmd",
+            &mut testpmd(
+                &unique_name("tqsink"),
+                1,
+                &sink_sock,
+                &["--forward-mode=rxonly"],
+            ),
+        );
+        p.wait_until("forwarding start", Duration::from_secs(30), |t| {
+            t.contains("packet forwarding - ports=")
+        })
+        .unwrap();
+        p
+    };
+    let mut gen = start_gen();
+    let vdevs = vec![
+        format!(
+            "net_memif0,role=client,socket={},socket-abstract=no,id=0",
+            gen_sock.display()
+        ),
+        format!(
+            "net_memif1,role=server,socket={},socket-abstract=no,id=0",
+            sink_sock.display()
+        ),
+    ];
+    let app = [
+        "--backend",
+        backend,
+        "--stats-interval",
+        "0.2",
+        "--link-timeout",
+        "10",
+    ];
+    let mut tq = Proc::spawn(
+        "tqfwd",
+        &mut tqfwd_cmd(&unique_name("tqfwdrestart"), &vdevs, &app, &json_path),
+    );
+    tq.wait_until("memif server socket", Duration::from_secs(20), |_| {
+        sink_sock.exists()
+    })
+    .unwrap();
+    let mut sink = start_sink();
+    let resumed = |tq: &mut Proc, what: &str| {
+        let before = tqfwd_total_tx(&tq.text());
+        tq.wait_until(what, Duration::from_secs(30), |t| {
+            tqfwd_total_tx(t) > before + 1000
+        })
+        .unwrap_or_else(|e| panic!("{test}: {e}"));
+    };
+    resumed(&mut tq, "forwarding");
+    for round in 0..ROUNDS {
+        let sig = if (round / 2) % 2 == 0 { "INT" } else { "KILL" };
+        let victim = if round % 2 == 0 { &mut gen } else { &mut sink };
+        let name = victim.name.clone();
+        victim.signal(sig);
+        assert!(
+            victim.wait_exit(Duration::from_secs(15)).is_some(),
+            "{name} did not exit on SIG{sig}"
+        );
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(
+            tq.exited().is_none(),
+            "round {round}: tqfwd died after the {name} got SIG{sig}\n{}",
+            tq.text()
+        );
+        if round % 2 == 0 {
+            gen = start_gen();
+        } else {
+            sink = start_sink();
+        }
+        resumed(
+            &mut tq,
+            &format!("forwarding after round {round} (SIG{sig} to the {name})"),
+        );
+    }
+    tq.signal("INT");
+    let run = finish_tqfwd(&mut tq, &json_path, t0);
+    for p in [&mut gen, &mut sink] {
+        p.send_line("quit");
+        if p.wait_exit(Duration::from_secs(15)).is_none() {
+            p.signal("KILL");
+        }
+    }
+    assert_clean_end(&run);
+    let downs = run.stdout.matches("link down: not polled").count();
+    let ups = run.stdout.matches("polled again").count();
+    assert!(
+        downs >= ROUNDS && ups >= ROUNDS,
+        "each peer restart must be seen: {downs} link-down and {ups} link-up lines for {ROUNDS} restarts\n{}",
+        run.describe()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+    eprintln!(
+        "{test}: {ROUNDS} peer restarts survived, tqfwd tx {}, {:.1} s",
+        run.json()["tx_packets"],
+        t0.elapsed().as_secs_f64()
+    );
+}
+
+#[test]
+fn memif_peer_restarts_tq() {
+    memif_peer_restarts("tq");
+}
+
+#[test]
+fn memif_peer_restarts_ring() {
+    memif_peer_restarts("ring");
 }
 
 #[test]

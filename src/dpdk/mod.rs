@@ -11,6 +11,7 @@
 
 pub mod eal;
 pub mod flow;
+pub mod intr;
 pub mod mbuf;
 pub mod memory;
 pub mod mempool;

@@ -14,6 +14,8 @@ pub struct PortInfo {
     pub port: u16,
     pub name: String,
     pub driver: String,
+    /// The device's arguments as given to EAL (`--vdev=name,ARGS`), or "".
+    pub devargs: String,
     pub socket: i32,
     pub max_rx_queues: u16,
     pub max_tx_queues: u16,
@@ -25,7 +27,7 @@ pub struct PortInfo {
 }
 
 /// Link state.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub struct LinkStatus {
     pub up: bool,
     pub speed_mbps: u32,
@@ -114,12 +116,30 @@ impl Port {
             } else {
                 format!("port{}", self.0)
             };
+        // SAFETY: `info.device` is the port's rte_device (or NULL); its
+        // devargs (or NULL) live as long as the device, and `args` is a
+        // NUL-terminated string (or NULL) owned by them. Copied at once.
+        let devargs = unsafe {
+            let da = if info.device.is_null() {
+                std::ptr::null()
+            } else {
+                sys::rte_dev_devargs(info.device)
+            };
+            if da.is_null() || (*da).__bindgen_anon_1.args.is_null() {
+                String::new()
+            } else {
+                CStr::from_ptr((*da).__bindgen_anon_1.args)
+                    .to_string_lossy()
+                    .into_owned()
+            }
+        };
         // SAFETY: plain query.
         let socket = unsafe { sys::rte_eth_dev_socket_id(self.0) };
         Ok(PortInfo {
             port: self.0,
             name,
             driver,
+            devargs,
             socket,
             max_rx_queues: info.max_rx_queues,
             max_tx_queues: info.max_tx_queues,

@@ -14,6 +14,7 @@
 pub mod classes;
 pub mod clock;
 pub mod handoff;
+pub mod lifecycle;
 pub mod rate;
 pub mod stages;
 pub mod telemetry;
@@ -23,6 +24,7 @@ use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
 use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
 use handoff::{build_link, InputSet};
+use lifecycle::{PortGates, PortMonitor};
 use stages::{PortMap, RxStage, TxStage, WorkerStage};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -168,13 +170,22 @@ struct LcoreWork {
     rx: Option<RxStage>,
     worker: Option<WorkerStage>,
     tx: Option<TxStage>,
+    /// Quiescence slot of an lcore that polls ports (RX or TX stage).
+    port_slot: Option<usize>,
 }
 
-fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
+fn run_lcore(work: &mut LcoreWork, phase: &Phase, gates: &PortGates, counters: &LcoreCounters) {
     // Busy/idle accounting (sampled, see `LoopClock`), published once per
     // window and at the end.
     let mut clock = clock::LoopClock::new(dpdk::rdtsc_inline());
+    // Port lifecycle: the top of each iteration is a quiescent point (no
+    // burst in progress), reported so a port can be closed safely.
+    let q = &gates.quiescence;
+    let mut reported = work.port_slot.map(|s| q.online(s)).unwrap_or(0);
     loop {
+        if let Some(s) = work.port_slot {
+            q.report(s, &mut reported);
+        }
         clock.begin(dpdk::rdtsc_inline);
         let mut pending = false;
         let mut moved = 0usize;
@@ -231,6 +242,9 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase, counters: &LcoreCounters) {
         if !pending {
             break;
         }
+    }
+    if let Some(s) = work.port_slot {
+        q.offline(s);
     }
 }
 
@@ -600,6 +614,26 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         None
     };
 
+    // --- port lifecycle: gates the lcores check, a monitor that moves them ---
+    let port_lcores: Vec<Lcore> = all_lcores
+        .iter()
+        .copied()
+        .filter(|l| rx_stages.contains(l) || layout.tx.contains(l))
+        .collect();
+    let mut memif = [false; MAX_PORTS];
+    for (i, info) in infos.iter().enumerate() {
+        memif[i] = info.driver == "net_memif";
+    }
+    let gates = Arc::new(PortGates::new(memif, port_lcores.len()));
+    let monitor = PortMonitor::new(
+        gates.clone(),
+        &ports
+            .iter()
+            .zip(&infos)
+            .map(|(p, i)| (*p, i.name.clone(), i.driver.clone(), i.devargs.clone()))
+            .collect::<Vec<_>>(),
+    )?;
+
     // --- per-lcore work ---
     let counters: Vec<(Lcore, Arc<LcoreCounters>)> = all_lcores
         .iter()
@@ -659,6 +693,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 stamp_field.map(|f| (f, opts.latency_sample)),
                 classes.iter().map(|c| c.matcher).collect(),
                 class_workers.clone(),
+                gates.clone(),
                 c.clone(),
             )
         });
@@ -687,10 +722,20 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 burst,
                 stamp_field,
                 policy,
+                gates.clone(),
                 c.clone(),
             )
         });
-        work.push((l, Mutex::new(Some(LcoreWork { rx, worker, tx }))));
+        let port_slot = port_lcores.iter().position(|&x| x == l);
+        work.push((
+            l,
+            Mutex::new(Some(LcoreWork {
+                rx,
+                worker,
+                tx,
+                port_slot,
+            })),
+        ));
     }
     let idle: Vec<Lcore> = lcores
         .iter()
@@ -773,13 +818,28 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         if let Err(e) = &reporter {
             log::warn!("no stats thread ({e}): stats lines and --duration are off");
         }
+        // Link state off the datapath; the monitor (and its memif park on
+        // the interrupt thread) ends before the ports are stopped.
+        let mut monitor = monitor;
+        let watcher = std::thread::Builder::new()
+            .name("tqfwd-ports".into())
+            .spawn_scoped(scope, || {
+                while !finished.load(Ordering::Acquire) {
+                    monitor.poll();
+                    std::thread::sleep(lifecycle::MONITOR_PERIOD);
+                }
+                drop(monitor);
+            });
+        if let Err(e) = &watcher {
+            log::warn!("no port monitor thread ({e}): link changes are not followed");
+        }
         let launch = eal.run_on_all_lcores(|lcore| {
             let taken = work
                 .iter()
                 .find(|(l, _)| *l == lcore)
                 .and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
             if let Some(mut w) = taken {
-                run_lcore(&mut w, &phase, &counters_of(lcore));
+                run_lcore(&mut w, &phase, &gates, &counters_of(lcore));
                 if let Some(h) = w.tx.as_mut().and_then(|t| t.take_histogram()) {
                     if let Ok(mut v) = histograms.lock() {
                         v.push(h);

@@ -22,6 +22,7 @@
 
 use super::classes::{self, Match};
 use super::handoff::{InputSet, Sender};
+use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
 use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
 use crate::latency::Histogram;
@@ -141,6 +142,8 @@ pub struct RxStage {
     stamp: Option<(U64Field, u32)>,
     since_sample: u32,
     first_queue: usize,
+    /// Which ports may be polled now (port lifecycle).
+    gates: Arc<PortGates>,
     started: bool,
     pub done: bool,
 }
@@ -156,6 +159,7 @@ impl RxStage {
         stamp: Option<(U64Field, u32)>,
         classes: Vec<Match>,
         class_workers: Vec<(u32, u32)>,
+        gates: Arc<PortGates>,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         let n_workers = senders.len() as u32;
@@ -174,6 +178,7 @@ impl RxStage {
             stamp,
             since_sample: 0,
             first_queue: 0,
+            gates,
             queues,
             buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
             holds: vec![Hold::default(); senders.len()],
@@ -257,6 +262,9 @@ impl RxStage {
             // for all ports' packets), unless one could overflow first.
             if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
                 break;
+            }
+            if !self.gates.pollable(port.id()) {
+                continue;
             }
             let n = port.rx_burst(queue, &mut self.rx, self.burst.min(allowance));
             if n == 0 {
@@ -526,6 +534,9 @@ impl WorkerStage {
 /// held (no input taken meanwhile) as [`Hold`] says, then freed and
 /// counted as `tx_full`.
 pub struct TxStage {
+    /// Which ports may be polled now (port lifecycle); a closed port
+    /// refuses like a full one.
+    gates: Arc<PortGates>,
     inputs: InputSet,
     inbuf: Burst<Packet>,
     /// Indexed by port id: (port, this lcore's TX queue on it).
@@ -547,6 +558,7 @@ pub struct TxStage {
 }
 
 impl TxStage {
+    #[allow(clippy::too_many_arguments)]
     pub fn new(
         inputs: InputSet,
         ports: Vec<(Port, u16)>,
@@ -554,9 +566,11 @@ impl TxStage {
         burst: usize,
         latency: Option<U64Field>,
         policy: FullPolicy,
+        gates: Arc<PortGates>,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         TxStage {
+            gates,
             policy,
             holds: vec![Hold::default(); ports.len()],
             pending: false,
@@ -598,15 +612,19 @@ impl TxStage {
             let (port, queue) = self.ports[p];
             let mut tries = 0;
             loop {
-                let sent = port.tx_burst(queue, bucket);
-                if sent != 0 {
-                    bump(&self.counters.tx_port_packets[p], sent as u64);
-                    hold.took();
+                if self.gates.pollable(port.id()) {
+                    let sent = port.tx_burst(queue, bucket);
+                    if sent != 0 {
+                        bump(&self.counters.tx_port_packets[p], sent as u64);
+                        hold.took();
+                    }
+                    if bucket.is_empty() {
+                        break;
+                    }
+                    tries += 1;
+                } else {
+                    tries = TX_RETRIES;
                 }
-                if bucket.is_empty() {
-                    break;
-                }
-                tries += 1;
                 if tries >= TX_RETRIES {
                     if hold.refused(self.policy, dpdk::rdtsc_inline) {
                         self.counters
