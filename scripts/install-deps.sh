@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs what tqfwd needs on Debian 12, only when it is missing:
 # DPDK 22.11 (runtime, headers, testpmd/dpdk-test), pkg-config, clang and
-# libclang (bindgen), iproute2 and ethtool (kernel-peer tests), and a Rust
-# toolchain check. Run as root.
+# libclang (bindgen), iproute2 and ethtool (kernel-peer tests), a Rust
+# toolchain check, and rustfmt and clippy (scripts/test.sh). Run as root.
 set -euo pipefail
 need=()
 pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk-dev)
@@ -29,4 +29,17 @@ if ! command -v cargo >/dev/null 2>&1; then
     echo "install-deps: cargo not found: install Rust (rustup) first" >&2
     exit 1
 fi
+# scripts/test.sh checks formatting and lints.
+for comp in rustfmt clippy; do
+    sub=$([ $comp = rustfmt ] && echo fmt || echo clippy)
+    if ! cargo $sub --version >/dev/null 2>&1; then
+        if command -v rustup >/dev/null 2>&1; then
+            echo "install-deps: adding the Rust component $comp"
+            rustup component add $comp
+        else
+            echo "install-deps: cargo $sub missing and no rustup to add $comp" >&2
+            exit 1
+        fi
+    fi
+done
 echo "install-deps: $(pkg-config --modversion libdpdk | sed 's/^/DPDK /'), $(cargo --version)"

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # The test command (README, .ci/run): installs what is missing, reserves
 # huge pages where the machine allows (tests fall back to --no-huge -m 512
-# otherwise), builds, runs every test on software PMDs, then the loom model
-# checks of the TransferQueue.
+# otherwise), checks formatting and lints, builds, runs every test on
+# software PMDs, then the loom model checks of the TransferQueue.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/hugepages.sh setup 512 || true
+cargo fmt --check
+cargo clippy --all-targets -- -D warnings
 cargo build --release --bins
 # Forwarding tests start the tqfwd binary one at a time (they hold a lock);
 # the binaries' own unit tests run in parallel.
