@@ -6,130 +6,149 @@
 //! the caller then uses software classification with the same semantics.
 
 use super::{sys, DpdkError};
-use crate::pipeline::classes::Match;
-use std::ffi::CStr;
+use crate::wire::ipv4::{prefix_mask, protocol};
+use std::ffi::{c_void, CStr};
 
-/// The structs one rule points at; kept alive (boxed, stable addresses)
-/// for as long as DPDK may read them.
+/// What a rule matches; `None` = any. Prefixes are (address bytes in
+/// network order, length).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct FlowPattern {
+    pub proto: Option<u8>,
+    pub src: Option<([u8; 4], u8)>,
+    pub dst: Option<([u8; 4], u8)>,
+    pub src_port: Option<u16>,
+    pub dst_port: Option<u16>,
+}
+
+/// The L4 item of a rule, when the pattern names UDP or TCP.
+#[derive(Clone, Copy)]
+enum L4 {
+    Udp {
+        spec: sys::rte_flow_item_udp,
+        mask: sys::rte_flow_item_udp,
+    },
+    Tcp {
+        spec: sys::rte_flow_item_tcp,
+        mask: sys::rte_flow_item_tcp,
+    },
+}
+
+/// One rule's specs and masks: plain data, freely movable. The rte_flow
+/// item and action arrays that point into it are built on the stack for
+/// the duration of each call ([`FlowRule::with_arrays`]).
+#[derive(Clone, Copy)]
 pub struct FlowRule {
-    pub attr: sys::rte_flow_attr,
-    pub ipv4_spec: sys::rte_flow_item_ipv4,
-    pub ipv4_mask: sys::rte_flow_item_ipv4,
-    pub udp_spec: sys::rte_flow_item_udp,
-    pub udp_mask: sys::rte_flow_item_udp,
-    pub tcp_spec: sys::rte_flow_item_tcp,
-    pub tcp_mask: sys::rte_flow_item_tcp,
-    pub queue: sys::rte_flow_action_queue,
-    /// Item types in pattern order (ends with END).
-    pub item_types: Vec<sys::rte_flow_item_type>,
-    pattern: Vec<sys::rte_flow_item>,
-    actions: Vec<sys::rte_flow_action>,
+    attr: sys::rte_flow_attr,
+    ipv4_spec: sys::rte_flow_item_ipv4,
+    ipv4_mask: sys::rte_flow_item_ipv4,
+    l4: Option<L4>,
+    queue: sys::rte_flow_action_queue,
 }
 
-fn mask_bits(len: u8) -> u32 {
-    if len == 0 {
-        0
-    } else {
-        u32::MAX << (32 - len as u32)
-    }
-}
+/// `ETH / IPV4 [/ UDP|TCP] / END`: at most four items.
+const MAX_ITEMS: usize = 4;
 
 impl FlowRule {
     /// Builds the rule for `m` steering to RX queue `queue` (ingress).
-    /// Only the fields the match names are masked in; addresses and ports
+    /// Only the fields the pattern names are masked in; addresses and ports
     /// are in network byte order as rte_flow wants.
-    pub fn build(m: &Match, queue: u16) -> Box<FlowRule> {
-        let mut r = Box::new(FlowRule {
-            attr: sys::rte_flow_attr::default(),
-            ipv4_spec: sys::rte_flow_item_ipv4::default(),
-            ipv4_mask: sys::rte_flow_item_ipv4::default(),
-            udp_spec: sys::rte_flow_item_udp::default(),
-            udp_mask: sys::rte_flow_item_udp::default(),
-            tcp_spec: sys::rte_flow_item_tcp::default(),
-            tcp_mask: sys::rte_flow_item_tcp::default(),
-            queue: sys::rte_flow_action_queue { index: queue },
-            item_types: Vec::new(),
-            pattern: Vec::new(),
-            actions: Vec::new(),
-        });
-        r.attr.set_ingress(1);
+    pub fn build(m: &FlowPattern, queue: u16) -> FlowRule {
+        let mut attr = sys::rte_flow_attr::default();
+        attr.set_ingress(1);
+        let mut ipv4_spec = sys::rte_flow_item_ipv4::default();
+        let mut ipv4_mask = sys::rte_flow_item_ipv4::default();
         if let Some(p) = m.proto {
-            r.ipv4_spec.hdr.next_proto_id = p;
-            r.ipv4_mask.hdr.next_proto_id = 0xff;
+            ipv4_spec.hdr.next_proto_id = p;
+            ipv4_mask.hdr.next_proto_id = 0xff;
         }
         if let Some((a, len)) = m.src {
-            r.ipv4_spec.hdr.src_addr = u32::from_ne_bytes(a);
-            r.ipv4_mask.hdr.src_addr = mask_bits(len).to_be();
+            ipv4_spec.hdr.src_addr = u32::from_ne_bytes(a);
+            ipv4_mask.hdr.src_addr = prefix_mask(len).to_be();
         }
         if let Some((a, len)) = m.dst {
-            r.ipv4_spec.hdr.dst_addr = u32::from_ne_bytes(a);
-            r.ipv4_mask.hdr.dst_addr = mask_bits(len).to_be();
+            ipv4_spec.hdr.dst_addr = u32::from_ne_bytes(a);
+            ipv4_mask.hdr.dst_addr = prefix_mask(len).to_be();
         }
+        let port = |p: Option<u16>| (p.unwrap_or(0).to_be(), if p.is_some() { 0xffff } else { 0 });
+        let (sp, sp_mask) = port(m.src_port);
+        let (dp, dp_mask) = port(m.dst_port);
         let l4 = match m.proto {
-            Some(crate::pipeline::classes::PROTO_UDP) => Some(sys::RTE_FLOW_ITEM_TYPE_UDP),
-            Some(crate::pipeline::classes::PROTO_TCP) => Some(sys::RTE_FLOW_ITEM_TYPE_TCP),
+            Some(protocol::UDP) => {
+                let mut spec = sys::rte_flow_item_udp::default();
+                let mut mask = sys::rte_flow_item_udp::default();
+                (spec.hdr.src_port, mask.hdr.src_port) = (sp, sp_mask);
+                (spec.hdr.dst_port, mask.hdr.dst_port) = (dp, dp_mask);
+                Some(L4::Udp { spec, mask })
+            }
+            Some(protocol::TCP) => {
+                let mut spec = sys::rte_flow_item_tcp::default();
+                let mut mask = sys::rte_flow_item_tcp::default();
+                (spec.hdr.src_port, mask.hdr.src_port) = (sp, sp_mask);
+                (spec.hdr.dst_port, mask.hdr.dst_port) = (dp, dp_mask);
+                Some(L4::Tcp { spec, mask })
+            }
             _ => None,
         };
-        if let Some(sp) = m.src_port {
-            r.udp_spec.hdr.src_port = sp.to_be();
-            r.udp_mask.hdr.src_port = 0xffff;
-            r.tcp_spec.hdr.src_port = sp.to_be();
-            r.tcp_mask.hdr.src_port = 0xffff;
+        FlowRule {
+            attr,
+            ipv4_spec,
+            ipv4_mask,
+            l4,
+            queue: sys::rte_flow_action_queue { index: queue },
         }
-        if let Some(dp) = m.dst_port {
-            r.udp_spec.hdr.dst_port = dp.to_be();
-            r.udp_mask.hdr.dst_port = 0xffff;
-            r.tcp_spec.hdr.dst_port = dp.to_be();
-            r.tcp_mask.hdr.dst_port = 0xffff;
-        }
-        r.item_types = vec![sys::RTE_FLOW_ITEM_TYPE_ETH, sys::RTE_FLOW_ITEM_TYPE_IPV4];
-        if let Some(t) = l4 {
-            r.item_types.push(t);
-        }
-        r.item_types.push(sys::RTE_FLOW_ITEM_TYPE_END);
+    }
 
-        // Pointers into the box: stable for its lifetime.
-        let ipv4_spec = &r.ipv4_spec as *const _ as *const std::ffi::c_void;
-        let ipv4_mask = &r.ipv4_mask as *const _ as *const std::ffi::c_void;
-        let (l4_spec, l4_mask) = if l4 == Some(sys::RTE_FLOW_ITEM_TYPE_UDP) {
-            (
-                &r.udp_spec as *const _ as *const std::ffi::c_void,
-                &r.udp_mask as *const _ as *const std::ffi::c_void,
-            )
-        } else {
-            (
-                &r.tcp_spec as *const _ as *const std::ffi::c_void,
-                &r.tcp_mask as *const _ as *const std::ffi::c_void,
-            )
+    /// Calls `f` with the attribute, the END-terminated pattern and action
+    /// arrays, all pointing into `self` and the stack, valid during `f`.
+    fn with_arrays<R>(
+        &self,
+        f: impl FnOnce(&sys::rte_flow_attr, &[sys::rte_flow_item], &[sys::rte_flow_action]) -> R,
+    ) -> R {
+        let item = |type_, spec: *const c_void, mask: *const c_void| sys::rte_flow_item {
+            type_,
+            spec,
+            mask,
+            ..Default::default()
         };
-        let mut pattern = Vec::new();
-        for &t in &r.item_types {
-            let mut item = sys::rte_flow_item {
-                type_: t,
-                ..Default::default()
-            };
-            if t == sys::RTE_FLOW_ITEM_TYPE_IPV4 {
-                item.spec = ipv4_spec;
-                item.mask = ipv4_mask;
-            } else if t == sys::RTE_FLOW_ITEM_TYPE_UDP || t == sys::RTE_FLOW_ITEM_TYPE_TCP {
-                item.spec = l4_spec;
-                item.mask = l4_mask;
+        let none = std::ptr::null();
+        let mut items = [item(sys::RTE_FLOW_ITEM_TYPE_END, none, none); MAX_ITEMS];
+        items[0] = item(sys::RTE_FLOW_ITEM_TYPE_ETH, none, none);
+        items[1] = item(
+            sys::RTE_FLOW_ITEM_TYPE_IPV4,
+            &self.ipv4_spec as *const _ as *const c_void,
+            &self.ipv4_mask as *const _ as *const c_void,
+        );
+        let mut n = 2;
+        match &self.l4 {
+            Some(L4::Udp { spec, mask }) => {
+                items[n] = item(
+                    sys::RTE_FLOW_ITEM_TYPE_UDP,
+                    spec as *const _ as *const c_void,
+                    mask as *const _ as *const c_void,
+                );
+                n += 1;
             }
-            pattern.push(item);
+            Some(L4::Tcp { spec, mask }) => {
+                items[n] = item(
+                    sys::RTE_FLOW_ITEM_TYPE_TCP,
+                    spec as *const _ as *const c_void,
+                    mask as *const _ as *const c_void,
+                );
+                n += 1;
+            }
+            None => {}
         }
-        r.pattern = pattern;
-        let queue_conf = &r.queue as *const _ as *const std::ffi::c_void;
-        r.actions = vec![
+        let actions = [
             sys::rte_flow_action {
                 type_: sys::RTE_FLOW_ACTION_TYPE_QUEUE,
-                conf: queue_conf,
+                conf: &self.queue as *const _ as *const c_void,
             },
             sys::rte_flow_action {
                 type_: sys::RTE_FLOW_ACTION_TYPE_END,
-                conf: std::ptr::null(),
+                conf: none,
             },
         ];
-        r
+        f(&self.attr, &items[..=n], &actions)
     }
 
     fn error_text(call: &str, ret: i32, err: &sys::rte_flow_error) -> DpdkError {
@@ -149,17 +168,13 @@ impl FlowRule {
     /// `rte_flow_validate` on `port`.
     pub fn validate(&self, port: u16) -> Result<(), DpdkError> {
         let mut err = sys::rte_flow_error::default();
-        // SAFETY: attr, pattern and actions point into self (alive for the
-        // call); arrays end with END entries.
-        let ret = unsafe {
-            sys::rte_flow_validate(
-                port,
-                &self.attr,
-                self.pattern.as_ptr(),
-                self.actions.as_ptr(),
-                &mut err,
-            )
-        };
+        let ret = self.with_arrays(|attr, pattern, actions| {
+            // SAFETY: attr, pattern and actions are valid for the call; both
+            // arrays end with END entries; err is a valid out-pointer.
+            unsafe {
+                sys::rte_flow_validate(port, attr, pattern.as_ptr(), actions.as_ptr(), &mut err)
+            }
+        });
         if ret != 0 {
             return Err(Self::error_text(
                 &format!("rte_flow_validate(port {port})"),
@@ -170,19 +185,18 @@ impl FlowRule {
         Ok(())
     }
 
-    /// `rte_flow_create` on `port`; the rule must outlive the flow.
-    pub fn create(&self, port: u16) -> Result<InstalledFlow, DpdkError> {
+    /// `rte_flow_create` on `port`. The rule moves into the returned flow,
+    /// boxed, so what DPDK was given stays where it was until the flow is
+    /// destroyed.
+    pub fn create(self, port: u16) -> Result<InstalledFlow, DpdkError> {
+        let rule = Box::new(self);
         let mut err = sys::rte_flow_error::default();
-        // SAFETY: as validate().
-        let flow = unsafe {
-            sys::rte_flow_create(
-                port,
-                &self.attr,
-                self.pattern.as_ptr(),
-                self.actions.as_ptr(),
-                &mut err,
-            )
-        };
+        let flow = rule.with_arrays(|attr, pattern, actions| {
+            // SAFETY: as in validate().
+            unsafe {
+                sys::rte_flow_create(port, attr, pattern.as_ptr(), actions.as_ptr(), &mut err)
+            }
+        });
         if flow.is_null() {
             return Err(Self::error_text(
                 &format!("rte_flow_create(port {port})"),
@@ -190,7 +204,11 @@ impl FlowRule {
                 &err,
             ));
         }
-        Ok(InstalledFlow { port, flow })
+        Ok(InstalledFlow {
+            port,
+            flow,
+            _rule: rule,
+        })
     }
 }
 
@@ -198,6 +216,8 @@ impl FlowRule {
 pub struct InstalledFlow {
     pub port: u16,
     flow: *mut sys::rte_flow,
+    /// The specs the flow was created from (a PMD may keep pointers).
+    _rule: Box<FlowRule>,
 }
 
 // SAFETY: the handle is only used by the main thread for destroy.
@@ -222,16 +242,22 @@ impl InstalledFlow {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::pipeline::classes::parse_class;
+
+    fn types(r: &FlowRule) -> Vec<sys::rte_flow_item_type> {
+        r.with_arrays(|_, p, _| p.iter().map(|i| i.type_).collect())
+    }
 
     #[test]
     fn udp_dst_port_rule_fields() {
-        let m = parse_class("kv:udp,dst=10.1.0.0/16,dst-port=8080:2")
-            .unwrap()
-            .matcher;
+        let m = FlowPattern {
+            proto: Some(17),
+            dst: Some(([10, 1, 0, 0], 16)),
+            dst_port: Some(8080),
+            ..Default::default()
+        };
         let r = FlowRule::build(&m, 5);
         assert_eq!(
-            r.item_types,
+            types(&r),
             vec![
                 sys::RTE_FLOW_ITEM_TYPE_ETH,
                 sys::RTE_FLOW_ITEM_TYPE_IPV4,
@@ -247,48 +273,72 @@ mod tests {
         assert_eq!({ r.ipv4_spec.hdr.dst_addr }.to_ne_bytes(), [10, 1, 0, 0]);
         assert_eq!({ r.ipv4_mask.hdr.dst_addr }.to_ne_bytes(), [255, 255, 0, 0]);
         assert_eq!({ r.ipv4_mask.hdr.src_addr }, 0, "src not matched");
-        assert_eq!(
-            { r.udp_spec.hdr.dst_port }.to_ne_bytes(),
-            8080u16.to_be_bytes()
-        );
-        assert_eq!({ r.udp_mask.hdr.dst_port }, 0xffff);
-        assert_eq!({ r.udp_mask.hdr.src_port }, 0);
+        let Some(L4::Udp { spec, mask }) = r.l4 else {
+            panic!("a UDP item")
+        };
+        assert_eq!({ spec.hdr.dst_port }.to_ne_bytes(), 8080u16.to_be_bytes());
+        assert_eq!({ mask.hdr.dst_port }, 0xffff);
+        assert_eq!({ mask.hdr.src_port }, 0);
         assert_eq!(r.queue.index, 5);
-        assert_eq!(r.actions.len(), 2);
-        assert_eq!(r.actions[0].type_, sys::RTE_FLOW_ACTION_TYPE_QUEUE);
-        assert_eq!(
-            r.actions[0].conf,
-            &r.queue as *const _ as *const std::ffi::c_void
-        );
-        assert_eq!(r.actions[1].type_, sys::RTE_FLOW_ACTION_TYPE_END);
-        assert_eq!(
-            r.pattern[2].spec,
-            &r.udp_spec as *const _ as *const std::ffi::c_void
-        );
-        assert_eq!(
-            r.pattern[2].mask,
-            &r.udp_mask as *const _ as *const std::ffi::c_void
-        );
-        assert!(r.pattern[0].spec.is_null(), "eth matches any");
+        r.with_arrays(|_, pattern, actions| {
+            assert_eq!(actions.len(), 2);
+            assert_eq!(actions[0].type_, sys::RTE_FLOW_ACTION_TYPE_QUEUE);
+            // SAFETY: conf points at the rule's queue action while in here.
+            assert_eq!(
+                unsafe { (*(actions[0].conf as *const sys::rte_flow_action_queue)).index },
+                5
+            );
+            assert_eq!(actions[1].type_, sys::RTE_FLOW_ACTION_TYPE_END);
+            // SAFETY: the UDP item's spec points at the rule's UDP spec.
+            let port = unsafe {
+                (*(pattern[2].spec as *const sys::rte_flow_item_udp))
+                    .hdr
+                    .dst_port
+            };
+            assert_eq!(port.to_ne_bytes(), 8080u16.to_be_bytes());
+            assert!(pattern[0].spec.is_null(), "eth matches any");
+        });
+    }
+
+    #[test]
+    fn a_moved_rule_points_at_its_new_place() {
+        let m = FlowPattern {
+            proto: Some(6),
+            src_port: Some(443),
+            ..Default::default()
+        };
+        let rules: Vec<FlowRule> = (0..3).map(|q| FlowRule::build(&m, q)).collect();
+        let moved = rules[2];
+        drop(rules);
+        moved.with_arrays(|_, pattern, actions| {
+            assert_eq!(pattern[2].type_, sys::RTE_FLOW_ITEM_TYPE_TCP);
+            assert_eq!(
+                pattern[1].spec,
+                &moved.ipv4_spec as *const _ as *const c_void
+            );
+            assert_eq!(actions[0].conf, &moved.queue as *const _ as *const c_void);
+        });
     }
 
     #[test]
     fn tcp_and_prefix_only_rules() {
-        let m = parse_class("web:tcp,src-port=443:2").unwrap().matcher;
+        let m = FlowPattern {
+            proto: Some(6),
+            src_port: Some(443),
+            ..Default::default()
+        };
         let r = FlowRule::build(&m, 1);
-        assert_eq!(r.item_types[2], sys::RTE_FLOW_ITEM_TYPE_TCP);
-        assert_eq!(
-            { r.tcp_spec.hdr.src_port }.to_ne_bytes(),
-            443u16.to_be_bytes()
-        );
-        assert_eq!(
-            r.pattern[2].spec,
-            &r.tcp_spec as *const _ as *const std::ffi::c_void
-        );
-        let n = parse_class("net:src=192.168.1.7/32:3").unwrap().matcher;
+        let Some(L4::Tcp { spec, .. }) = r.l4 else {
+            panic!("a TCP item")
+        };
+        assert_eq!({ spec.hdr.src_port }.to_ne_bytes(), 443u16.to_be_bytes());
+        let n = FlowPattern {
+            src: Some(([192, 168, 1, 7], 32)),
+            ..Default::default()
+        };
         let r = FlowRule::build(&n, 2);
         assert_eq!(
-            r.item_types,
+            types(&r),
             vec![
                 sys::RTE_FLOW_ITEM_TYPE_ETH,
                 sys::RTE_FLOW_ITEM_TYPE_IPV4,

@@ -24,13 +24,15 @@
 //! `wire::parse`'s offsets with bounds-checked slices).
 
 use crate::cli::parse_corelist;
+use crate::dpdk::flow::FlowPattern;
+use crate::wire::ipv4::{prefix_mask, protocol};
 use crate::wire::{self, FrameClass, FrameInfo};
 
 /// Most classes a run may define.
 pub const MAX_CLASSES: usize = 8;
 
-pub const PROTO_TCP: u8 = 6;
-pub const PROTO_UDP: u8 = 17;
+pub const PROTO_TCP: u8 = protocol::TCP;
+pub const PROTO_UDP: u8 = protocol::UDP;
 
 /// What a class matches. `None` = any.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -50,14 +52,6 @@ pub struct ClassSpec {
     pub text: String,
     pub matcher: Match,
     pub lcores: Vec<u32>,
-}
-
-fn prefix_mask(len: u8) -> u32 {
-    if len == 0 {
-        0
-    } else {
-        u32::MAX << (32 - len as u32)
-    }
 }
 
 fn parse_prefix(v: &str) -> Result<([u8; 4], u8), String> {
@@ -249,6 +243,17 @@ pub fn flow_key(frame: &[u8], info: &FrameInfo) -> FlowKey {
 }
 
 impl Match {
+    /// The same match as an rte_flow pattern.
+    pub fn flow_pattern(&self) -> FlowPattern {
+        FlowPattern {
+            proto: self.proto,
+            src: self.src,
+            dst: self.dst,
+            src_port: self.src_port,
+            dst_port: self.dst_port,
+        }
+    }
+
     #[inline]
     pub fn matches(&self, k: &FlowKey) -> bool {
         fn prefix(want: Option<([u8; 4], u8)>, got: Option<[u8; 4]>) -> bool {

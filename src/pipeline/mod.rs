@@ -493,7 +493,6 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let mut macs = [[0u8; 6]; MAX_PORTS];
     let mut port_steering: Vec<String> = vec![String::new(); ports.len()];
     let mut class_queues: Vec<bool> = vec![false; ports.len()];
-    let mut flow_rules: Vec<Box<dpdk::flow::FlowRule>> = Vec::new();
     let mut installed_flows: Vec<dpdk::flow::InstalledFlow> = Vec::new();
     for (i, (port, info)) in ports.iter().zip(&infos).enumerate() {
         let psock = socket_or(info.socket, main_socket);
@@ -545,14 +544,13 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         )?;
         if n_class_q > 0 {
             match install_class_rules(port.id(), classes, n_rx) {
-                Ok((rules, flows)) => {
+                Ok(flows) => {
                     port_steering[i] = format!(
                         "port {i}: rte_flow to queues {}..{}",
                         n_rx,
                         n_rx + n_class_q - 1
                     );
                     class_queues[i] = true;
-                    flow_rules.extend(rules);
                     installed_flows.extend(flows);
                 }
                 Err(e) => {
@@ -861,7 +859,6 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             log::warn!("{e}");
         }
     }
-    drop(flow_rules);
     let mut port_reports = Vec::new();
     let tsc_hz = dpdk::tsc_hz().max(1) as f64;
     let start_tsc = counters
@@ -1046,30 +1043,26 @@ fn bring_up(
 /// Validates and creates one rte_flow rule per class (class k to queue
 /// `first_queue + k`); all or nothing.
 #[allow(clippy::type_complexity)]
-// A FlowRule's rte_flow items point into the rule itself, so each is boxed
-// (its address must not change while the Vec grows).
-#[allow(clippy::vec_box)]
+/// Validates and creates one rule per class on `port`, steering class k to
+/// RX queue `first_queue + k`; all or none (created ones are destroyed on
+/// a failure).
 fn install_class_rules(
     port: u16,
     classes: &[classes::ClassSpec],
     first_queue: usize,
-) -> Result<
-    (
-        Vec<Box<dpdk::flow::FlowRule>>,
-        Vec<dpdk::flow::InstalledFlow>,
-    ),
-    dpdk::DpdkError,
-> {
-    let rules: Vec<Box<dpdk::flow::FlowRule>> = classes
+) -> Result<Vec<dpdk::flow::InstalledFlow>, dpdk::DpdkError> {
+    let rules: Vec<dpdk::flow::FlowRule> = classes
         .iter()
         .enumerate()
-        .map(|(k, c)| dpdk::flow::FlowRule::build(&c.matcher, (first_queue + k) as u16))
+        .map(|(k, c)| {
+            dpdk::flow::FlowRule::build(&c.matcher.flow_pattern(), (first_queue + k) as u16)
+        })
         .collect();
     for r in &rules {
         r.validate(port)?;
     }
     let mut flows = Vec::new();
-    for r in &rules {
+    for r in rules {
         match r.create(port) {
             Ok(f) => flows.push(f),
             Err(e) => {
@@ -1080,7 +1073,7 @@ fn install_class_rules(
             }
         }
     }
-    Ok((rules, flows))
+    Ok(flows)
 }
 
 /// Ports configured so far; stopped and closed on drop so that an early

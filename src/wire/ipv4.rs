@@ -27,6 +27,14 @@ pub mod protocol {
     pub const IPV6_OPTS: u8 = 60;
 }
 
+/// The netmask of a prefix of `len` bits (0–32), host order.
+pub fn prefix_mask(len: u8) -> u32 {
+    match len {
+        0 => 0,
+        l => u32::MAX << (32 - l.min(32) as u32),
+    }
+}
+
 /// Zero-copy view of an IPv4 packet, trimmed to its `total_length` (trailing
 /// Ethernet padding is excluded from [`payload`](Self::payload)).
 ///
