@@ -57,7 +57,7 @@ use std::time::Instant;
 use clap::Parser;
 use crossbeam_utils::CachePadded;
 use serde_json::{json, Value};
-use tqfwd::dpdk::{self, Eal, Lcore, Ring, RingReceiver, RingSender, SocketMemory};
+use tqfwd::dpdk::{self, Eal, Lcore, Ring, SocketMemory};
 use tqfwd::latency::{cycles_to_ns, Histogram};
 use tqfwd::queue::{self, BurstReceiver, BurstSender, UnitMemory};
 
@@ -796,15 +796,9 @@ fn run_config(
             run_once(eal, &roles, txs, rx, rp)
         }
         Contender::RingSpsc if producers == 1 => {
-            let ring = Ring::<u64>::create("qbs", depth as u32, socket, false)
-                .map_err(|e| e.to_string())?;
-            run_once(
-                eal,
-                &roles,
-                vec![RingSender::new(ring.clone())],
-                RingReceiver::new(ring),
-                rp,
-            )
+            let (tx, rx) =
+                Ring::<u64>::spsc("qbs", depth as u32, socket).map_err(|e| e.to_string())?;
+            run_once(eal, &roles, vec![tx], rx, rp)
         }
         Contender::RingSpsc => {
             // One SP/SC ring per producer, the depth split as for the TQ.
@@ -812,10 +806,9 @@ fn run_config(
             let mut txs = Vec::with_capacity(producers);
             let mut rxs = Vec::with_capacity(producers);
             for _ in 0..producers {
-                let ring =
-                    Ring::<u64>::create("qbs", per, socket, false).map_err(|e| e.to_string())?;
-                txs.push(RingSender::new(ring.clone()));
-                rxs.push(RingReceiver::new(ring));
+                let (tx, rx) = Ring::<u64>::spsc("qbs", per, socket).map_err(|e| e.to_string())?;
+                txs.push(tx);
+                rxs.push(rx);
             }
             run_once(
                 eal,
@@ -829,12 +822,9 @@ fn run_config(
             )
         }
         Contender::RingMpsc => {
-            let ring = Ring::<u64>::create("qbm", depth as u32, socket, true)
+            let (txs, rx) = Ring::<u64>::mpsc("qbm", depth as u32, socket, producers)
                 .map_err(|e| e.to_string())?;
-            let txs = (0..producers)
-                .map(|_| RingSender::new(ring.clone()))
-                .collect();
-            run_once(eal, &roles, txs, RingReceiver::new(ring), rp)
+            run_once(eal, &roles, txs, rx, rp)
         }
     }
 }

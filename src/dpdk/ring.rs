@@ -19,21 +19,46 @@ static RING_SEQ: AtomicU32 = AtomicU32::new(0);
 /// must happen before `rte_eal_cleanup`).
 pub struct Ring<T: RingItem = MbufPtr> {
     raw: *mut sys::rte_ring,
-    pub capacity: u32,
     _items: std::marker::PhantomData<T>,
 }
 
 // SAFETY: rte_ring is built for concurrent producers/consumers within the
-// sync mode it was created with; the pipeline gives a single-producer ring
-// exactly one sender and every ring exactly one receiver.
+// sync mode it was created with; `spsc`/`mpsc` give a single-producer ring
+// exactly one sender and every ring exactly one receiver, and the handles
+// are not Clone.
 unsafe impl<T: RingItem> Send for Ring<T> {}
 // SAFETY: as above.
 unsafe impl<T: RingItem> Sync for Ring<T> {}
 
 impl<T: RingItem> Ring<T> {
-    /// Creates a ring holding exactly `depth` handles on `socket`.
-    /// `multi_producer` selects MP enqueue; dequeue is always SC.
-    pub fn create(
+    /// A single-producer, single-consumer ring holding exactly `depth`
+    /// items on `socket`: its one sender and its one receiver.
+    pub fn spsc(
+        label: &str,
+        depth: u32,
+        socket: i32,
+    ) -> Result<(RingSender<T>, RingReceiver<T>), DpdkError> {
+        let ring = Self::create(label, depth, socket, false)?;
+        Ok((RingSender(ring.clone()), RingReceiver(ring)))
+    }
+
+    /// A multi-producer, single-consumer ring holding exactly `depth` items
+    /// on `socket`: `producers` senders and its one receiver.
+    pub fn mpsc(
+        label: &str,
+        depth: u32,
+        socket: i32,
+        producers: usize,
+    ) -> Result<(Vec<RingSender<T>>, RingReceiver<T>), DpdkError> {
+        let ring = Self::create(label, depth, socket, true)?;
+        let senders = (0..producers).map(|_| RingSender(ring.clone())).collect();
+        Ok((senders, RingReceiver(ring)))
+    }
+
+    /// `multi_producer` selects MP enqueue; dequeue is always SC. Private:
+    /// the handles come from [`spsc`](Self::spsc) and [`mpsc`](Self::mpsc),
+    /// so an SP ring never gets a second sender.
+    fn create(
         label: &str,
         depth: u32,
         socket: i32,
@@ -66,14 +91,8 @@ impl<T: RingItem> Ring<T> {
         }
         Ok(Arc::new(Ring {
             raw,
-            capacity: depth,
             _items: std::marker::PhantomData,
         }))
-    }
-
-    pub fn count(&self) -> u32 {
-        // SAFETY: valid ring for self's lifetime.
-        unsafe { sys::rte_ring_count(self.raw) }
     }
 }
 
@@ -110,22 +129,10 @@ const fn pointer_sized<T>() -> bool {
     std::mem::size_of::<T>() == std::mem::size_of::<*mut c_void>()
 }
 
-/// The enqueue side of a ring.
+/// The enqueue side of a ring: exactly one for a single-producer ring.
 pub struct RingSender<T: RingItem = MbufPtr>(Arc<Ring<T>>);
-/// The dequeue side of a ring (one per ring: SC).
+/// The dequeue side of a ring: exactly one per ring (SC).
 pub struct RingReceiver<T: RingItem = MbufPtr>(Arc<Ring<T>>);
-
-impl<T: RingItem> RingSender<T> {
-    pub fn new(ring: Arc<Ring<T>>) -> Self {
-        RingSender(ring)
-    }
-}
-
-impl<T: RingItem> RingReceiver<T> {
-    pub fn new(ring: Arc<Ring<T>>) -> Self {
-        RingReceiver(ring)
-    }
-}
 
 impl<T: RingItem> BurstSender<T> for RingSender<T> {
     #[inline]

@@ -11,7 +11,7 @@
 
 use super::RunError;
 use crate::cli::{Backend, Topology};
-use crate::dpdk::{Packet, Ring, RingReceiver, RingSender, SocketMemory};
+use crate::dpdk::{Packet, Ring, SocketMemory};
 use crate::queue::{self, BurstReceiver, BurstSender, QueueError};
 use std::sync::Arc;
 
@@ -134,27 +134,27 @@ pub fn build_link(
             }
             (Backend::Ring, Topology::Sharded) => {
                 for (p, row) in senders.iter_mut().enumerate() {
-                    let ring = Ring::<Packet>::create(
-                        &format!("{label}{p}_{c}"),
-                        depth as u32,
-                        socket,
-                        false,
-                    )
-                    .map_err(|e| RunError::Runtime(e.to_string()))?;
+                    let (tx, rx) =
+                        Ring::<Packet>::spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
+                            .map_err(|e| RunError::Runtime(e.to_string()))?;
                     capacity += depth;
-                    row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
-                    receivers.push(Box::new(RingReceiver::<Packet>::new(ring)));
+                    row[c] = Some(Box::new(tx));
+                    receivers.push(Box::new(rx));
                 }
             }
             (Backend::Ring, Topology::Shared) => {
-                let ring =
-                    Ring::<Packet>::create(&format!("{label}_{c}"), depth as u32, socket, true)
-                        .map_err(|e| RunError::Runtime(e.to_string()))?;
+                let (txs, rx) = Ring::<Packet>::mpsc(
+                    &format!("{label}_{c}"),
+                    depth as u32,
+                    socket,
+                    senders.len(),
+                )
+                .map_err(|e| RunError::Runtime(e.to_string()))?;
                 capacity += depth;
-                for row in senders.iter_mut() {
-                    row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
+                for (row, tx) in senders.iter_mut().zip(txs) {
+                    row[c] = Some(Box::new(tx));
                 }
-                receivers.push(Box::new(RingReceiver::<Packet>::new(ring)));
+                receivers.push(Box::new(rx));
             }
         }
         inputs.push(InputSet::new(receivers));
