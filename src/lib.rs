@@ -10,8 +10,10 @@
 //! `stats` (counters and reports), `cli`, and test helpers `pcap` and `gen`.
 //!
 //! `unsafe` is confined to `dpdk` (FFI) and `queue` (the lock-free
-//! structure, loom-checked); everything else is forbidden from using it.
+//! structure, loom-checked), where clippy refuses an unsafe block without a
+//! `// SAFETY:` comment; everything else is forbidden from using it.
 
+#[deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 pub mod dpdk;
 pub mod queue;
 

@@ -284,10 +284,8 @@ mod tests {
             assert_eq!(actions.len(), 2);
             assert_eq!(actions[0].type_, sys::RTE_FLOW_ACTION_TYPE_QUEUE);
             // SAFETY: conf points at the rule's queue action while in here.
-            assert_eq!(
-                unsafe { (*(actions[0].conf as *const sys::rte_flow_action_queue)).index },
-                5
-            );
+            let index = unsafe { (*(actions[0].conf as *const sys::rte_flow_action_queue)).index };
+            assert_eq!(index, 5);
             assert_eq!(actions[1].type_, sys::RTE_FLOW_ACTION_TYPE_END);
             // SAFETY: the UDP item's spec points at the rule's UDP spec.
             let port = unsafe {
