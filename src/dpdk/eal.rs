@@ -124,9 +124,3 @@ impl Drop for Eal {
         }
     }
 }
-
-/// The calling thread's lcore id (`LCORE_ID_ANY` for non-EAL threads).
-pub fn current_lcore() -> Lcore {
-    // SAFETY: reads a thread-local; no preconditions.
-    unsafe { sys::rte_lcore_id() }
-}

@@ -59,11 +59,6 @@ impl Mempool {
         // SAFETY: valid pool pointer for self's lifetime.
         unsafe { sys::rte_mempool_in_use_count(self.raw) }
     }
-
-    pub fn available(&self) -> u32 {
-        // SAFETY: valid pool pointer for self's lifetime.
-        unsafe { sys::rte_mempool_avail_count(self.raw) }
-    }
 }
 
 impl Drop for Mempool {

@@ -50,10 +50,6 @@ impl InputSet {
     pub fn is_empty(&self) -> bool {
         self.inputs.iter().all(|q| q.is_empty())
     }
-
-    pub fn len(&self) -> usize {
-        self.inputs.len()
-    }
 }
 
 /// The queues between one stage's producers and the next stage's consumers.

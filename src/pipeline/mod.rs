@@ -113,14 +113,6 @@ impl RoleLayout {
         }
         Ok(layout)
     }
-
-    pub fn roles_of(&self, lcore: Lcore) -> Roles {
-        Roles {
-            rx: self.rx.contains(&lcore),
-            worker: self.worker.contains(&lcore),
-            tx: self.tx.contains(&lcore),
-        }
-    }
 }
 
 /// l2fwd pairing: 0<->1, 2<->3; an odd last port forwards to itself.
