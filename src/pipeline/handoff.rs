@@ -18,39 +18,9 @@ use std::sync::Arc;
 pub type Sender = Box<dyn BurstSender<Packet>>;
 pub type Receiver = Box<dyn BurstReceiver<Packet>>;
 
-/// A consumer's input queues, polled round-robin.
-pub struct InputSet {
-    inputs: Vec<Receiver>,
-    next: usize,
-}
-
-impl InputSet {
-    pub fn new(inputs: Vec<Receiver>) -> Self {
-        InputSet { inputs, next: 0 }
-    }
-
-    /// Fills `out` from the inputs, starting with a different one each call
-    /// so no producer is starved. Returns how many handles were written.
-    #[inline]
-    pub fn recv(&mut self, out: &mut [Packet]) -> usize {
-        let n = self.inputs.len();
-        let mut got = 0;
-        let mut idx = self.next;
-        for _ in 0..n {
-            got += self.inputs[idx].recv_burst(&mut out[got..]);
-            if got == out.len() {
-                break;
-            }
-            idx = if idx + 1 == n { 0 } else { idx + 1 }; // no division per poll
-        }
-        self.next = if self.next + 1 >= n { 0 } else { self.next + 1 };
-        got
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.inputs.iter().all(|q| q.is_empty())
-    }
-}
+/// A consumer's input queues, polled round-robin (one input later each
+/// call, so no producer is starved).
+pub type InputSet = queue::RoundRobin<Receiver>;
 
 /// The queues between one stage's producers and the next stage's consumers.
 pub struct Link {

@@ -218,6 +218,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod round_robin;
 mod sync;
 
 #[cfg(all(test, not(loom)))]
@@ -235,6 +236,7 @@ use core::ptr::{self, NonNull};
 use crossbeam_utils::CachePadded;
 
 use self::sync::{Arc, AtomicPtr, AtomicU32, Ordering, Track};
+pub use round_robin::RoundRobin;
 
 /// Largest `burst` (items per transfer unit) accepted by [`channel`].
 pub const MAX_BURST: usize = 256;
@@ -1357,15 +1359,12 @@ impl<T> Drop for Consumer<T> {
 /// the consumer polls its queues round-robin. The starting queue rotates on
 /// every call, so no shard is favoured; FIFO per producer as for
 /// [`Consumer`].
-pub struct ShardedConsumer<T> {
-    shards: Vec<Consumer<T>>,
-    next: usize,
-}
+pub struct ShardedConsumer<T>(RoundRobin<Consumer<T>>);
 
 impl<T> fmt::Debug for ShardedConsumer<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("ShardedConsumer")
-            .field("shards", &self.shards.len())
+            .field("shards", &self.0.inputs().len())
             .finish()
     }
 }
@@ -1373,25 +1372,14 @@ impl<T> fmt::Debug for ShardedConsumer<T> {
 impl<T: Send> ShardedConsumer<T> {
     /// Polls `shards` round-robin.
     pub fn new(shards: Vec<Consumer<T>>) -> Self {
-        ShardedConsumer { shards, next: 0 }
+        ShardedConsumer(RoundRobin::new(shards))
     }
 
     /// Hands up to `max` items to `sink`, visiting every shard at most once
     /// per call, starting one shard later than the previous call.
     #[inline]
     pub fn recv(&mut self, max: usize, mut sink: impl FnMut(T)) -> usize {
-        let start = self.rotate();
-        let len = self.shards.len();
-        let mut got = 0;
-        let mut i = start;
-        for _ in 0..len {
-            if got >= max {
-                break;
-            }
-            got += self.shards[i].recv(max - got, &mut sink);
-            i = if i + 1 == len { 0 } else { i + 1 };
-        }
-        got
+        self.0.take(max, |c, got| c.recv(max - got, &mut sink))
     }
 
     /// Copies up to `out.len()` items into `out` (a prefix), round-robin as
@@ -1401,40 +1389,19 @@ impl<T: Send> ShardedConsumer<T> {
     where
         T: Copy,
     {
-        let start = self.rotate();
-        let len = self.shards.len();
-        let mut got = 0;
-        let mut i = start;
-        for _ in 0..len {
-            if got >= out.len() {
-                break;
-            }
-            got += self.shards[i].recv_slice(&mut out[got..]);
-            i = if i + 1 == len { 0 } else { i + 1 };
-        }
-        got
+        self.0
+            .take(out.len(), |c, got| c.recv_slice(&mut out[got..]))
     }
 
     /// True when every shard is empty (per-shard snapshots, see
     /// [`Consumer::is_empty`]).
     pub fn is_empty(&self) -> bool {
-        self.shards.iter().all(Consumer::is_empty)
+        self.0.inputs().iter().all(Consumer::is_empty)
     }
 
     /// The shards, in the order given to `new`.
     pub fn shards(&self) -> &[Consumer<T>] {
-        &self.shards
-    }
-
-    #[inline]
-    fn rotate(&mut self) -> usize {
-        let start = self.next;
-        self.next = if start + 1 >= self.shards.len() {
-            0
-        } else {
-            start + 1
-        };
-        start
+        self.0.inputs()
     }
 }
 
