@@ -11,10 +11,13 @@
 #   bench/results/queue-latest.json          copy of the above
 #   bench/results/queue-<date>-ring_perf.log the raw dpdk-test output
 #   bench/results/queue-<date>-perf.txt      with --perf: perf stat output
+# --quick writes the same files under target/bench/ instead (bench/results/
+# holds the tracked full runs) and no queue-latest.json.
 # See bench/README.md for what every column means.
 #
 # Usage: bench/queue.sh [options] [-- extra tqfwd-queue-bench options]
-#   --quick            3 rounds, 50 ms throughput + 25 ms latency runs (< 60 s)
+#   --quick            3 rounds, 50 ms throughput + 25 ms latency runs (< 60 s);
+#                      outputs under target/bench/
 #   --rounds N         rounds over all configurations (default 7, quick 3)
 #   --duration-ms MS   throughput run length (default 200, quick 50)
 #   --latency-ms MS    latency run length (default 100, quick 25)
@@ -29,7 +32,8 @@
 #   --wait-quiet S     wait up to S seconds for the CPUs to be idle (< 10 %
 #                      busy over 2 s) before measuring
 #   -h, --help         this text
-# Exit codes: 0 ok; 1 the bench failed (e.g. items lost); 2 bad usage.
+# Exit codes: 0 ok; 1 the bench failed (e.g. items lost, or no configuration
+# ran: the options left none that the lcores can run); 2 bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -61,7 +65,9 @@ done
 case "$ANCHOR_RUNS" in ''|*[!0-9]*|0) echo "queue.sh: --anchor-runs needs a number >= 1" >&2; exit 2 ;; esac
 
 BIN=target/release/tqfwd-queue-bench
-RESULTS=bench/results
+# Full runs are tracked in bench/results/; --quick runs are plumbing checks
+# and stay out of the tree.
+RESULTS=$([ "$QUICK" = 1 ] && echo target/bench || echo bench/results)
 STAMP=$(date +%Y-%m-%d-%H%M%S)
 mkdir -p "$RESULTS"
 
@@ -148,8 +154,12 @@ if [ "$rc" -ne 0 ]; then
     rm -f "$MD"
     exit "$rc"
 fi
-cp "$JSON" "$RESULTS/queue-latest.json"
-echo "queue.sh: wrote $MD, $JSON, $RESULTS/queue-latest.json" >&2
+if [ "$QUICK" = 1 ]; then
+    echo "queue.sh: wrote $MD, $JSON (--quick: bench/results/ untouched)" >&2
+else
+    cp "$JSON" "$RESULTS/queue-latest.json"
+    echo "queue.sh: wrote $MD, $JSON, $RESULTS/queue-latest.json" >&2
+fi
 
 if [ "$PERF" = 1 ]; then
     PLOG="$RESULTS/queue-$STAMP-perf.txt"

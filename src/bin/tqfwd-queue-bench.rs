@@ -37,8 +37,11 @@
 //! (buffers are stack arrays, windows and histograms are allocated before the
 //! run); after every run the producers stop, the consumer drains, and the run
 //! is accepted only if received == sent and every item carried what was sent
-//! — otherwise it prints an error and exits 1. Bad options exit 2. No `unsafe`
-//! here: all FFI goes through `tqfwd::dpdk`.
+//! — otherwise it prints an error and exits 1. A run whose options leave no
+//! configuration the lcores can run (e.g. `--multi-producer-only` on 2
+//! lcores) says so on stderr and exits 1, with no table and no verdict; a
+//! target whose configurations have no figure is `n/a`, never `met`. Bad
+//! options exit 2. No `unsafe` here: all FFI goes through `tqfwd::dpdk`.
 //!
 //! Topology: the consumer is the highest enabled lcore other than the main
 //! lcore; every other lcore (main included) can be a producer. Single-producer
@@ -131,6 +134,12 @@ struct Args {
     /// Skip the multi-producer configurations even when the lcores exist.
     #[arg(long)]
     single_producer_only: bool,
+
+    /// Run only the multi-producer configurations (all producer lcores at
+    /// once; they need at least 3 lcores: with fewer, nothing runs and the
+    /// bench exits 1).
+    #[arg(long, conflicts_with = "single_producer_only")]
+    multi_producer_only: bool,
 
     /// Output of `dpdk-test` running `ring_perf_autotest` (the anchor).
     #[arg(long, value_name = "FILE")]
@@ -627,6 +636,47 @@ fn consume_paced<R: BurstReceiver<u64>>(
     (got, dpdk::rdtsc_inline() - t0, negative)
 }
 
+impl ConsumerBufs {
+    /// The consumer's buffers for one run of `rp.mode`, allocated up front.
+    fn for_run(rp: &RunParams) -> ConsumerBufs {
+        match rp.mode {
+            Mode::Throughput => ConsumerBufs {
+                tp_windows: vec![0; MAX_TP_WINDOWS],
+                lat: Vec::new(),
+            },
+            Mode::Latency => ConsumerBufs {
+                tp_windows: Vec::new(),
+                lat: vec![Histogram::new(); rp.windows],
+            },
+        }
+    }
+}
+
+/// Latency: merges the windows after the warm-up into (all, clean, windows
+/// total, windows clean); "clean" leaves out those in which a bench thread
+/// was descheduled.
+fn merge_latency(
+    lat: &[Histogram],
+    st: &RunState,
+    rp: &RunParams,
+) -> (Histogram, Histogram, usize, usize) {
+    let mut lat_all = Histogram::new();
+    let mut lat_clean = Histogram::new();
+    let (mut windows_total, mut windows_clean) = (0, 0);
+    for (w, h) in lat.iter().enumerate() {
+        if w < rp.warmup_windows || h.count() == 0 {
+            continue;
+        }
+        windows_total += 1;
+        lat_all.merge(h);
+        if !st.disturbed[w].load(Ordering::Relaxed) {
+            windows_clean += 1;
+            lat_clean.merge(h);
+        }
+    }
+    (lat_all, lat_clean, windows_total, windows_clean)
+}
+
 /// Runs one producer→consumer measurement on the EAL lcores: `senders[i]` on
 /// `roles.producers[i]`, `receiver` on `roles.consumer`. Handles stay in their
 /// slots during the run and are dropped here, on the main lcore.
@@ -643,16 +693,7 @@ where
 {
     let producers = senders.len();
     let lcores = &roles.producers[..producers];
-    let bufs = match rp.mode {
-        Mode::Throughput => ConsumerBufs {
-            tp_windows: vec![0; MAX_TP_WINDOWS],
-            lat: Vec::new(),
-        },
-        Mode::Latency => ConsumerBufs {
-            tp_windows: Vec::new(),
-            lat: vec![Histogram::new(); rp.windows],
-        },
-    };
+    let bufs = ConsumerBufs::for_run(rp);
     // Each side's handle in its own cache-line-padded heap slot: the
     // consumer's TransferQueue handle is written on every receive, and must
     // not share a line with anything the producer touches (e.g. this stack
@@ -733,22 +774,7 @@ where
         .expect("consumer slot");
     bufs.tp_windows.truncate(nw);
 
-    // Latency: merge the windows after the warm-up; "clean" leaves out those
-    // in which a bench thread was descheduled.
-    let mut lat_all = Histogram::new();
-    let mut lat_clean = Histogram::new();
-    let (mut windows_total, mut windows_clean) = (0, 0);
-    for (w, h) in bufs.lat.iter().enumerate() {
-        if w < rp.warmup_windows || h.count() == 0 {
-            continue;
-        }
-        windows_total += 1;
-        lat_all.merge(h);
-        if !st.disturbed[w].load(Ordering::Relaxed) {
-            windows_clean += 1;
-            lat_clean.merge(h);
-        }
-    }
+    let (lat_all, lat_clean, windows_total, windows_clean) = merge_latency(&bufs.lat, &st, rp);
     Ok(RunOut {
         sent: sent.iter().map(|s| s.load(Ordering::Relaxed)).sum(),
         received,
@@ -1078,7 +1104,20 @@ fn main() -> ExitCode {
     code
 }
 
-fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
+/// Where the bench runs: the consumer lcore, the producer lcores (main lcore
+/// first) and the producer counts of the configurations.
+struct Topology {
+    lcores: Vec<Lcore>,
+    producer_lcores: Vec<Lcore>,
+    consumer: Lcore,
+    /// NUMA socket of the consumer: where queue memory goes.
+    socket: i32,
+    producer_counts: Vec<usize>,
+    /// Fewer than 3 lcores: the multi-producer rows cannot run.
+    skipped_multi: bool,
+}
+
+fn topology(eal: &Eal, args: &Args) -> Result<Topology, String> {
     let main_lcore = eal.main_lcore();
     let lcores = eal.lcores();
     let consumer =
@@ -1093,158 +1132,257 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
             .copied()
             .filter(|&l| l != main_lcore && l != consumer),
     );
-    let socket = eal.lcore_socket(consumer) as i32;
-    let mem: Arc<dyn UnitMemory> = Arc::new(SocketMemory { socket });
+    // Producer counts: 1, plus all producer lcores at once when there are
+    // at least 2 of them (>= 3 lcores).
+    let multi = producer_lcores.len();
+    let mut producer_counts = Vec::new();
+    if !args.multi_producer_only {
+        producer_counts.push(1usize);
+    }
+    if multi >= 2 && !args.single_producer_only {
+        producer_counts.push(multi);
+    }
+    Ok(Topology {
+        socket: eal.lcore_socket(consumer) as i32,
+        skipped_multi: multi < 2,
+        lcores,
+        producer_lcores,
+        consumer,
+        producer_counts,
+    })
+}
+
+/// Why the options leave no configuration to run (the message of the error
+/// that ends such a run with exit code 1, before anything is printed).
+fn no_configuration(args: &Args, topo: &Topology) -> String {
+    let why = if args.multi_producer_only && topo.skipped_multi {
+        format!(
+            "--multi-producer-only asks for the multi-producer configurations only, and they need ≥3 lcores (have {})",
+            topo.lcores.len()
+        )
+    } else {
+        "the options select no (producers, contender, burst, depth) combination".to_string()
+    };
+    format!("no configuration ran: {why}; no table, no verdict")
+}
+
+/// What every measurement of one bench shares.
+struct Bench<'a> {
+    eal: &'a Eal,
+    roles: Roles<'a>,
+    mem: Arc<dyn UnitMemory>,
+    socket: i32,
+    plan: &'a Plan,
+    tsc_hz: u64,
+    /// Latency windows are `2^window_shift` TSC cycles.
+    window_shift: u32,
+    /// A gap of [`GAP_NS`] in TSC cycles.
+    gap_cycles: u64,
+}
+
+impl Bench<'_> {
+    fn ms_to_cycles(&self, ms: u64) -> u64 {
+        (ms as u128 * self.tsc_hz as u128 / 1000) as u64
+    }
+
+    fn throughput_params(&self, burst: usize) -> RunParams {
+        RunParams {
+            mode: Mode::Throughput,
+            burst,
+            run_cycles: self.ms_to_cycles(self.plan.duration_ms),
+            interval_cycles: 0,
+            window_items: TP_WINDOW_BURSTS * burst as u64,
+            window_shift: self.window_shift,
+            warmup_windows: 0,
+            windows: 0,
+            gap_cycles: self.gap_cycles,
+        }
+    }
+
+    /// Each producer offers `rate / producers`, one burst per interval.
+    fn latency_params(&self, burst: usize, producers: usize) -> RunParams {
+        let per_producer = self.plan.rate_items_s / producers as f64;
+        let run_cycles = self.ms_to_cycles(self.plan.latency_ms);
+        RunParams {
+            mode: Mode::Latency,
+            burst,
+            run_cycles,
+            interval_cycles: ((burst as f64 * self.tsc_hz as f64 / per_producer).round() as u64)
+                .max(1),
+            window_items: 0,
+            window_shift: self.window_shift,
+            // First 10 % of the run, rounded up to whole windows.
+            warmup_windows: (run_cycles / 10).div_ceil(1 << self.window_shift) as usize,
+            windows: (run_cycles >> self.window_shift) as usize + 2,
+            gap_cycles: self.gap_cycles,
+        }
+    }
+
+    /// One configuration, one round: a throughput run then a latency run,
+    /// each on a fresh queue and checked; their figures go into `s`.
+    fn measure(&self, key: &Key, s: &mut Samples) -> Result<(), String> {
+        let tp = self.throughput_params(key.burst);
+        let out = self.run(key, &tp)?;
+        check_accounting(key, Mode::Throughput, &out)?;
+        s.record_throughput(&out, &tp, self.tsc_hz);
+        let ctx_tp = out.ctx_switches;
+
+        let lp = self.latency_params(key.burst, key.producers);
+        let out = self.run(key, &lp)?;
+        check_accounting(key, Mode::Latency, &out)?;
+        s.record_latency(&out, ctx_tp, self.tsc_hz);
+        Ok(())
+    }
+
+    fn run(&self, key: &Key, rp: &RunParams) -> Result<RunOut, String> {
+        run_config(
+            self.eal,
+            &self.roles,
+            &self.mem,
+            self.socket,
+            key.contender,
+            key.producers,
+            key.depth,
+            rp,
+        )
+    }
+
+    /// Every round over every configuration; the contenders of one
+    /// configuration run back to back, starting one later every round so
+    /// none always goes first.
+    fn rounds(&self, producer_counts: &[usize]) -> Result<HashMap<Key, Samples>, String> {
+        let plan = self.plan;
+        let mut results: HashMap<Key, Samples> = HashMap::new();
+        for round in 0..plan.rounds {
+            let t_round = Instant::now();
+            for &producers in producer_counts {
+                for &burst in &plan.bursts {
+                    for &depth in &plan.depths {
+                        let n = plan.contenders.len();
+                        for k in 0..n {
+                            let key = Key {
+                                producers,
+                                contender: plan.contenders[(k + round as usize) % n],
+                                burst,
+                                depth,
+                            };
+                            self.measure(&key, results.entry(key).or_default())?;
+                        }
+                    }
+                }
+            }
+            eprintln!(
+                "tqfwd-queue-bench: round {}/{} done in {:.1} s (load {})",
+                round + 1,
+                plan.rounds,
+                t_round.elapsed().as_secs_f64(),
+                loadavg()
+            );
+        }
+        Ok(results)
+    }
+}
+
+impl Samples {
+    /// Files one throughput run: the median window's cycles/item (the whole
+    /// run's if it had fewer than 5 windows) and the whole run's.
+    fn record_throughput(&mut self, out: &RunOut, tp: &RunParams, tsc_hz: u64) {
+        self.items_throughput += out.received;
+        let whole = out.elapsed_cycles as f64 / out.received as f64;
+        self.cycles_per_item_whole.push(whole);
+        self.mitems_s_whole.push(tsc_hz as f64 / whole / 1e6);
+        let win: Vec<f64> = out.tp_windows.iter().map(|&c| c as f64).collect();
+        let cyc = if win.len() >= 5 {
+            median(&win) / tp.window_items as f64
+        } else {
+            whole
+        };
+        self.cycles_per_item.push(cyc);
+        self.mitems_s.push(tsc_hz as f64 / cyc / 1e6);
+    }
+
+    /// Files one latency run (`ctx_tp`: the context switches of the
+    /// throughput run before it, counted with this run's).
+    fn record_latency(&mut self, out: &RunOut, ctx_tp: u64, tsc_hz: u64) {
+        let ns = |cyc: u64| cycles_to_ns(cyc as f64, tsc_hz);
+        let pct = |h: &Histogram, p: f64| {
+            if h.count() > 0 {
+                ns(h.percentile(p))
+            } else {
+                f64::NAN
+            }
+        };
+        let (hc, ha) = (&out.lat_clean, &out.lat_all);
+        self.p50_ns.push(pct(hc, 50.0));
+        self.p99_ns.push(pct(hc, 99.0));
+        self.p999_ns.push(pct(hc, 99.9));
+        self.max_ns.push(pct(hc, 100.0));
+        self.p50_ns_all.push(pct(ha, 50.0));
+        self.p99_ns_all.push(pct(ha, 99.0));
+        self.p999_ns_all.push(pct(ha, 99.9));
+        self.max_ns_all.push(pct(ha, 100.0));
+        self.clean_pct
+            .push(100.0 * out.windows_clean as f64 / out.windows_total.max(1) as f64);
+        self.ctx_switches.push((ctx_tp + out.ctx_switches) as f64);
+        let psecs = out.producer_cycles.max(1) as f64 / tsc_hz as f64;
+        self.offered_mitems_s.push(out.sent as f64 / psecs / 1e6);
+        self.latency_samples_clean += hc.count();
+        self.latency_samples_all += ha.count();
+        self.pooled_clean.merge(hc);
+        self.pooled_all.merge(ha);
+        self.windows_clean += out.windows_clean as u64;
+        self.windows_total += out.windows_total as u64;
+        self.missed_slots += out.missed_slots;
+        self.negative += out.negative;
+    }
+}
+
+fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
+    let topo = topology(eal, args)?;
     let tsc_hz = dpdk::tsc_hz();
     if tsc_hz == 0 {
         return Err("EAL reports a TSC frequency of 0".into());
     }
-    let roles = Roles {
-        producers: &producer_lcores,
-        consumer,
-    };
     let load_start = loadavg();
-
-    // Producer counts: 1, plus all producer lcores at once when there are
-    // at least 2 of them (>= 3 lcores).
-    let multi = producer_lcores.len();
-    let mut producer_counts = vec![1usize];
-    if multi >= 2 && !args.single_producer_only {
-        producer_counts.push(multi);
-    }
-    let skipped_multi = multi < 2;
-
     eprintln!(
         "tqfwd-queue-bench: {} on {} lcores (producers {:?}, consumer {}), TSC {:.3} GHz, load {}",
         dpdk::version(),
-        lcores.len(),
-        producer_lcores,
-        consumer,
+        topo.lcores.len(),
+        topo.producer_lcores,
+        topo.consumer,
         tsc_hz as f64 / 1e9,
         load_start
     );
     let configs_per_round =
-        producer_counts.len() * plan.bursts.len() * plan.depths.len() * plan.contenders.len();
+        topo.producer_counts.len() * plan.bursts.len() * plan.depths.len() * plan.contenders.len();
+    if configs_per_round == 0 {
+        return Err(no_configuration(args, &topo));
+    }
     eprintln!(
         "tqfwd-queue-bench: {} rounds x {} configurations x ({} ms throughput + {} ms latency)",
         plan.rounds, configs_per_round, plan.duration_ms, plan.latency_ms
     );
 
-    let ms_to_cycles = |ms: u64| (ms as u128 * tsc_hz as u128 / 1000) as u64;
-    // Latency windows of 2^shift cycles, the power of two at or below 250 µs
-    // (short, so that a stall spoils little data; 8 KiB of histogram each).
-    let window_shift = 63 - (tsc_hz / 4000).max(2).leading_zeros();
-    let gap_cycles = (GAP_NS as u128 * tsc_hz as u128 / 1_000_000_000) as u64;
-    let mut results: HashMap<Key, Samples> = HashMap::new();
+    let b = Bench {
+        eal,
+        roles: Roles {
+            producers: &topo.producer_lcores,
+            consumer: topo.consumer,
+        },
+        mem: Arc::new(SocketMemory {
+            socket: topo.socket,
+        }),
+        socket: topo.socket,
+        plan,
+        tsc_hz,
+        // Latency windows of 2^shift cycles, the power of two at or below
+        // 250 µs (short, so that a stall spoils little data; 8 KiB of
+        // histogram each).
+        window_shift: 63 - (tsc_hz / 4000).max(2).leading_zeros(),
+        gap_cycles: (GAP_NS as u128 * tsc_hz as u128 / 1_000_000_000) as u64,
+    };
     let t_all = Instant::now();
-    for round in 0..plan.rounds {
-        let t_round = Instant::now();
-        for &producers in &producer_counts {
-            for &burst in &plan.bursts {
-                for &depth in &plan.depths {
-                    // Contenders of one configuration back to back, starting
-                    // one later every round so none always goes first.
-                    let n = plan.contenders.len();
-                    for k in 0..n {
-                        let c = plan.contenders[(k + round as usize) % n];
-                        let key = Key {
-                            producers,
-                            contender: c,
-                            burst,
-                            depth,
-                        };
-                        let s = results.entry(key).or_default();
-
-                        let tp = RunParams {
-                            mode: Mode::Throughput,
-                            burst,
-                            run_cycles: ms_to_cycles(plan.duration_ms),
-                            interval_cycles: 0,
-                            window_items: TP_WINDOW_BURSTS * burst as u64,
-                            window_shift,
-                            warmup_windows: 0,
-                            windows: 0,
-                            gap_cycles,
-                        };
-                        let out = run_config(eal, &roles, &mem, socket, c, producers, depth, &tp)?;
-                        check_accounting(&key, Mode::Throughput, &out)?;
-                        s.items_throughput += out.received;
-                        let whole = out.elapsed_cycles as f64 / out.received as f64;
-                        s.cycles_per_item_whole.push(whole);
-                        s.mitems_s_whole.push(tsc_hz as f64 / whole / 1e6);
-                        // The median window; the whole run if it had too few.
-                        let win: Vec<f64> = out.tp_windows.iter().map(|&c| c as f64).collect();
-                        let cyc = if win.len() >= 5 {
-                            median(&win) / tp.window_items as f64
-                        } else {
-                            whole
-                        };
-                        s.cycles_per_item.push(cyc);
-                        s.mitems_s.push(tsc_hz as f64 / cyc / 1e6);
-                        let ctx_tp = out.ctx_switches;
-
-                        // Each producer offers rate / producers.
-                        let per_producer = plan.rate_items_s / producers as f64;
-                        let run_cycles = ms_to_cycles(plan.latency_ms);
-                        let lp = RunParams {
-                            mode: Mode::Latency,
-                            burst,
-                            run_cycles,
-                            interval_cycles: ((burst as f64 * tsc_hz as f64 / per_producer).round()
-                                as u64)
-                                .max(1),
-                            window_items: 0,
-                            window_shift,
-                            // First 10 % of the run, rounded up to whole windows.
-                            warmup_windows: (run_cycles / 10).div_ceil(1 << window_shift) as usize,
-                            windows: (run_cycles >> window_shift) as usize + 2,
-                            gap_cycles,
-                        };
-                        let out = run_config(eal, &roles, &mem, socket, c, producers, depth, &lp)?;
-                        check_accounting(&key, Mode::Latency, &out)?;
-                        let ns = |cyc: u64| cycles_to_ns(cyc as f64, tsc_hz);
-                        let pct = |h: &Histogram, p: f64| {
-                            if h.count() > 0 {
-                                ns(h.percentile(p))
-                            } else {
-                                f64::NAN
-                            }
-                        };
-                        let (hc, ha) = (&out.lat_clean, &out.lat_all);
-                        s.p50_ns.push(pct(hc, 50.0));
-                        s.p99_ns.push(pct(hc, 99.0));
-                        s.p999_ns.push(pct(hc, 99.9));
-                        s.max_ns.push(pct(hc, 100.0));
-                        s.p50_ns_all.push(pct(ha, 50.0));
-                        s.p99_ns_all.push(pct(ha, 99.0));
-                        s.p999_ns_all.push(pct(ha, 99.9));
-                        s.max_ns_all.push(pct(ha, 100.0));
-                        s.clean_pct.push(
-                            100.0 * out.windows_clean as f64 / out.windows_total.max(1) as f64,
-                        );
-                        s.ctx_switches.push((ctx_tp + out.ctx_switches) as f64);
-                        let psecs = out.producer_cycles.max(1) as f64 / tsc_hz as f64;
-                        s.offered_mitems_s.push(out.sent as f64 / psecs / 1e6);
-                        s.latency_samples_clean += hc.count();
-                        s.latency_samples_all += ha.count();
-                        s.pooled_clean.merge(hc);
-                        s.pooled_all.merge(ha);
-                        s.windows_clean += out.windows_clean as u64;
-                        s.windows_total += out.windows_total as u64;
-                        s.missed_slots += out.missed_slots;
-                        s.negative += out.negative;
-                    }
-                }
-            }
-        }
-        eprintln!(
-            "tqfwd-queue-bench: round {}/{} done in {:.1} s (load {})",
-            round + 1,
-            plan.rounds,
-            t_round.elapsed().as_secs_f64(),
-            loadavg()
-        );
-    }
+    let results = b.rounds(&topo.producer_counts)?;
     let load_end = loadavg();
     let anchor = load_anchor(args);
 
@@ -1252,20 +1390,19 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
         args,
         plan,
         results: &results,
-        producer_counts: &producer_counts,
-        skipped_multi,
-        lcores: &lcores,
-        producer_lcores: &producer_lcores,
-        consumer,
+        producer_counts: &topo.producer_counts,
+        skipped_multi: topo.skipped_multi,
+        lcores: &topo.lcores,
+        producer_lcores: &topo.producer_lcores,
+        consumer: topo.consumer,
         tsc_hz,
         anchor: &anchor,
-        window_shift,
+        window_shift: b.window_shift,
         load_start: &load_start,
         load_end: &load_end,
         wall_s: t_all.elapsed().as_secs_f64(),
     })
 }
-
 /// Received == sent, and (throughput mode) every item carried the 1 it was
 /// sent with; otherwise an error that ends the bench with exit code 1.
 fn check_accounting(key: &Key, mode: Mode, out: &RunOut) -> Result<(), String> {
@@ -1295,6 +1432,11 @@ fn check_accounting(key: &Key, mode: Mode, out: &RunOut) -> Result<(), String> {
     Ok(())
 }
 
+// ---------------------------------------------------------------------------
+// Report: markdown table, anchor, targets, JSON
+// ---------------------------------------------------------------------------
+
+/// Everything a report is made from.
 struct Report<'a> {
     args: &'a Args,
     plan: &'a Plan,
@@ -1312,6 +1454,103 @@ struct Report<'a> {
     wall_s: f64,
 }
 
+impl Report<'_> {
+    /// Median over the rounds of one figure of `k` (NaN if `k` did not run).
+    fn med(&self, k: &Key, f: fn(&Samples) -> &Vec<f64>) -> f64 {
+        self.results
+            .get(k)
+            .map(|s| median(f(s)))
+            .unwrap_or(f64::NAN)
+    }
+
+    /// Pooled clean-window percentile in ns; NaN with too few samples.
+    fn pooled(&self, s: &Samples, p: f64) -> f64 {
+        if s.pooled_clean.count() >= MIN_CLEAN_SAMPLES {
+            cycles_to_ns(s.pooled_clean.percentile(p) as f64, self.tsc_hz)
+        } else {
+            f64::NAN
+        }
+    }
+
+    fn pooled_p99(&self, k: &Key) -> f64 {
+        self.results
+            .get(k)
+            .map(|s| self.pooled(s, 99.0))
+            .unwrap_or(f64::NAN)
+    }
+
+    /// The configurations that ran, in table order.
+    fn measured(&self) -> Vec<(Key, &Samples)> {
+        let plan = self.plan;
+        let mut out = Vec::new();
+        for &producers in self.producer_counts {
+            for &burst in &plan.bursts {
+                for &depth in &plan.depths {
+                    for &contender in &plan.contenders {
+                        let k = Key {
+                            producers,
+                            contender,
+                            burst,
+                            depth,
+                        };
+                        if let Some(s) = self.results.get(&k) {
+                            out.push((k, s));
+                        }
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// The text of the skipped multi-producer rows, if there are any.
+    fn skipped_why(&self) -> Option<String> {
+        self.skipped_multi
+            .then(|| format!("skipped: needs ≥3 lcores (have {})", self.lcores.len()))
+    }
+}
+
+/// The same configuration on rte_ring SP/SC: the baseline of the ratios.
+fn baseline(k: &Key) -> Key {
+    Key {
+        contender: Contender::RingSpsc,
+        ..*k
+    }
+}
+
+/// The figures of one measured configuration that the table and the JSON
+/// both show, computed once.
+struct Row<'a> {
+    key: Key,
+    s: &'a Samples,
+    cycles: f64,
+    p99: f64,
+    ratio_cycles: f64,
+    ratio_p99: f64,
+    clean_pct: f64,
+    p99_all: f64,
+}
+
+fn row<'a>(r: &Report, key: Key, s: &'a Samples) -> Row<'a> {
+    let cycles = median(&s.cycles_per_item);
+    let p99 = r.pooled(s, 99.0);
+    let b = baseline(&key);
+    Row {
+        key,
+        s,
+        cycles,
+        p99,
+        ratio_cycles: cycles / r.med(&b, |s| &s.cycles_per_item),
+        ratio_p99: p99 / r.pooled_p99(&b),
+        clean_pct: 100.0 * s.windows_clean as f64 / s.windows_total.max(1) as f64,
+        p99_all: if s.pooled_all.count() > 0 {
+            cycles_to_ns(s.pooled_all.percentile(99.0) as f64, r.tsc_hz)
+        } else {
+            f64::NAN
+        },
+    }
+}
+
 fn fmt_ratio(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.2}")
@@ -1320,31 +1559,47 @@ fn fmt_ratio(x: f64) -> String {
     }
 }
 
-fn report(r: Report) -> Result<(), String> {
-    let plan = r.plan;
-    let med = |k: &Key, f: fn(&Samples) -> &Vec<f64>| {
-        r.results.get(k).map(|s| median(f(s))).unwrap_or(f64::NAN)
-    };
-    // Pooled clean-window percentile in ns; NaN with too few samples.
-    let pooled = |s: &Samples, p: f64| {
-        if s.pooled_clean.count() >= MIN_CLEAN_SAMPLES {
-            cycles_to_ns(s.pooled_clean.percentile(p) as f64, r.tsc_hz)
-        } else {
-            f64::NAN
-        }
-    };
-    let pooled_p99 = |k: &Key| {
-        r.results
-            .get(k)
-            .map(|s| pooled(s, 99.0))
-            .unwrap_or(f64::NAN)
-    };
-    let baseline = |k: &Key| Key {
-        contender: Contender::RingSpsc,
-        ..*k
-    };
+fn fmt0(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.0}")
+    } else {
+        "–".into()
+    }
+}
 
-    // ---- Markdown table -------------------------------------------------
+fn fmt1(x: f64) -> String {
+    if x.is_finite() {
+        format!("{x:.1}")
+    } else {
+        "–".into()
+    }
+}
+
+/// Prints the report on stdout (markdown) and writes the JSON. A run with no
+/// measured configuration is an error: no empty table, no verdict.
+fn report(r: Report) -> Result<(), String> {
+    if r.results.is_empty() {
+        return Err("no configuration ran: no table, no verdict".into());
+    }
+    let rows: Vec<Row> = r
+        .measured()
+        .into_iter()
+        .map(|(k, s)| row(&r, k, s))
+        .collect();
+    print_table(&r, &rows);
+    print_anchor(r.anchor);
+    let targets = targets(&r);
+    print_targets(&targets);
+    if let Some(path) = &r.args.json {
+        write_json(&r, &rows, &targets, path)?;
+    }
+    Ok(())
+}
+
+// ---- Markdown table ---------------------------------------------------------
+
+fn print_table(r: &Report, rows: &[Row]) {
+    let plan = r.plan;
     println!("## Hand-off queue benchmark (tqfwd-queue-bench)");
     println!();
     println!(
@@ -1369,117 +1624,44 @@ fn report(r: Report) -> Result<(), String> {
          | cycles/item ÷ ring SP/SC | p99 ÷ ring SP/SC | clean latency windows | p99 ns, all windows | preemptions |"
     );
     println!("|---:|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
-    let f0 = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.0}")
-        } else {
-            "–".into()
-        }
-    };
-    let f1 = |x: f64| {
-        if x.is_finite() {
-            format!("{x:.1}")
-        } else {
-            "–".into()
-        }
-    };
-    let mut rows = Vec::new();
-    for &producers in r.producer_counts {
-        for &burst in &plan.bursts {
-            for &depth in &plan.depths {
-                for &c in &plan.contenders {
-                    let k = Key {
-                        producers,
-                        contender: c,
-                        burst,
-                        depth,
-                    };
-                    let Some(s) = r.results.get(&k) else { continue };
-                    let cyc = median(&s.cycles_per_item);
-                    let p99 = pooled(s, 99.0);
-                    let b = baseline(&k);
-                    let rc = cyc / med(&b, |s| &s.cycles_per_item);
-                    let rp = p99 / pooled_p99(&b);
-                    let clean_pct = 100.0 * s.windows_clean as f64 / s.windows_total.max(1) as f64;
-                    let p99_all = if s.pooled_all.count() > 0 {
-                        cycles_to_ns(s.pooled_all.percentile(99.0) as f64, r.tsc_hz)
-                    } else {
-                        f64::NAN
-                    };
-                    println!(
-                        "| {producers} | {} | {burst} | {depth} | {} | {} | {} | {} | {} | {} | {} | {} | {}% | {} | {} |",
-                        c.name(),
-                        f1(median(&s.mitems_s)),
-                        f1(cyc),
-                        f1(median(&s.cycles_per_item_whole)),
-                        f0(pooled(s, 50.0)),
-                        f0(p99),
-                        f0(pooled(s, 99.9)),
-                        fmt_ratio(rc),
-                        fmt_ratio(rp),
-                        f0(clean_pct),
-                        f0(p99_all),
-                        f0(median(&s.ctx_switches)),
-                    );
-                    rows.push(json!({
-                        "producers": producers,
-                        "contender": c.key(),
-                        "contender_name": c.name(),
-                        "burst": burst,
-                        "depth": depth,
-                        "status": "ok",
-                        "mitems_per_s": stats(&s.mitems_s),
-                        "cycles_per_item": stats(&s.cycles_per_item),
-                        "mitems_per_s_whole_run": stats(&s.mitems_s_whole),
-                        "cycles_per_item_whole_run": stats(&s.cycles_per_item_whole),
-                        "p50_ns": num(pooled(s, 50.0)),
-                        "p99_ns": num(p99),
-                        "p999_ns": num(pooled(s, 99.9)),
-                        "max_ns": num(pooled(s, 100.0)),
-                        "clean_latency_windows_pct": num(clean_pct),
-                        "all_windows_p99_ns": num(p99_all),
-                        "per_round_p50_ns": stats(&s.p50_ns),
-                        "per_round_p99_ns": stats(&s.p99_ns),
-                        "per_round_p999_ns": stats(&s.p999_ns),
-                        "per_round_max_ns": stats(&s.max_ns),
-                        "per_round_all_windows_p50_ns": stats(&s.p50_ns_all),
-                        "per_round_all_windows_p99_ns": stats(&s.p99_ns_all),
-                        "per_round_all_windows_p999_ns": stats(&s.p999_ns_all),
-                        "per_round_all_windows_max_ns": stats(&s.max_ns_all),
-                        "per_round_clean_latency_windows_pct": stats(&s.clean_pct),
-                        "involuntary_context_switches": stats(&s.ctx_switches),
-                        "offered_mitems_per_s": stats(&s.offered_mitems_s),
-                        "ratio_cycles_vs_ring_spsc": num(rc),
-                        "ratio_p99_vs_ring_spsc": num(rp),
-                        "throughput_items_total": s.items_throughput,
-                        "latency_samples_clean_total": s.latency_samples_clean,
-                        "latency_samples_all_total": s.latency_samples_all,
-                        "latency_missed_pacing_slots": s.missed_slots,
-                        "latency_negative_samples": s.negative,
-                    }));
-                }
-            }
-        }
+    for w in rows {
+        let (k, s) = (&w.key, w.s);
+        println!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {}% | {} | {} |",
+            k.producers,
+            k.contender.name(),
+            k.burst,
+            k.depth,
+            fmt1(median(&s.mitems_s)),
+            fmt1(w.cycles),
+            fmt1(median(&s.cycles_per_item_whole)),
+            fmt0(r.pooled(s, 50.0)),
+            fmt0(w.p99),
+            fmt0(r.pooled(s, 99.9)),
+            fmt_ratio(w.ratio_cycles),
+            fmt_ratio(w.ratio_p99),
+            fmt0(w.clean_pct),
+            fmt0(w.p99_all),
+            fmt0(median(&s.ctx_switches)),
+        );
     }
-    if r.skipped_multi {
-        let why = format!("skipped: needs ≥3 lcores (have {})", r.lcores.len());
+    if let Some(why) = r.skipped_why() {
         for &c in &plan.contenders {
             println!("| ≥2 | {} | – | – | {why} | | | | | | | | | | |", c.name());
-            rows.push(json!({ "producers": ">=2", "contender": c.key(), "contender_name": c.name(), "status": why }));
         }
     }
     println!();
+}
 
-    // ---- Anchor -----------------------------------------------------------
+// ---- Anchor -----------------------------------------------------------------
+
+fn print_anchor(anchor: &Anchor) {
     println!("### Anchor: dpdk-test ring_perf_autotest, \"two physical cores\" (cycles per element, ring of {ANCHOR_RING_SIZE})");
     println!();
-    let anchor_json = match &r.anchor.error {
-        Some(e) => {
-            println!("dpdk-test anchor failed: {e}");
-            json!({ "ok": false, "error": e })
-        }
+    match &anchor.error {
+        Some(e) => println!("dpdk-test anchor failed: {e}"),
         None => {
-            for l in &r.anchor.lines {
+            for l in &anchor.lines {
                 let runs: Vec<String> = l.runs.iter().map(|v| format!("{v}")).collect();
                 println!(
                     "- {}: {} (median of {} runs: {})",
@@ -1489,153 +1671,283 @@ fn report(r: Report) -> Result<(), String> {
                     runs.join(", ")
                 );
             }
-            json!({
-                "ok": true,
-                "source": "dpdk-test ring_perf_autotest, section \"Testing using two physical cores\", legacy APIs (8-byte elements), cycles per element = enqueue side + dequeue side (about 2x wall-clock cycles per element); median over the runs",
-                "lines": r.anchor.lines.iter().map(|l| json!({ "what": l.label, "cycles_per_element_median": l.median, "runs": l.runs })).collect::<Vec<_>>(),
-            })
         }
-    };
+    }
     println!();
+}
 
-    // ---- Targets ----------------------------------------------------------
+fn anchor_json(anchor: &Anchor) -> Value {
+    match &anchor.error {
+        Some(e) => json!({ "ok": false, "error": e }),
+        None => json!({
+            "ok": true,
+            "source": "dpdk-test ring_perf_autotest, section \"Testing using two physical cores\", legacy APIs (8-byte elements), cycles per element = enqueue side + dequeue side (about 2x wall-clock cycles per element); median over the runs",
+            "lines": anchor.lines.iter().map(|l| json!({ "what": l.label, "cycles_per_element_median": l.median, "runs": l.runs })).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+// ---- Targets and verdicts ---------------------------------------------------
+
+/// One target: the lines it prints and its JSON entry.
+struct Target {
+    lines: Vec<String>,
+    json: Value,
+}
+
+/// Verdict of a ratio whose target is ≤ 0.50: `met`, `missed by N×`, or
+/// `n/a` when a side has no figure (its configuration did not run).
+fn verdict_half(ratio: f64) -> String {
+    if !ratio.is_finite() {
+        "n/a: no figure".to_string()
+    } else if ratio <= 0.5 {
+        "met".to_string()
+    } else {
+        format!("missed by {:.2}×", ratio / 0.5)
+    }
+}
+
+/// The JSON `met` of a ratio whose target is ≤ 0.50 (null when n/a).
+fn met_half(ratio: f64) -> Value {
+    if ratio.is_finite() {
+        json!(ratio <= 0.5)
+    } else {
+        Value::Null
+    }
+}
+
+fn targets(r: &Report) -> Vec<Target> {
+    let plan = r.plan;
+    let have = |c: Contender| plan.contenders.contains(&c);
+    let mut t = Vec::new();
+    if !(have(Contender::TqSharded) && have(Contender::RingSpsc)) {
+        return t;
+    }
+    if plan.bursts.contains(&32) {
+        t.extend(plan.depths.iter().map(|&d| target_vs_ring(r, d)));
+        if let Some(a) = r.anchor.get("SP/SC: bulk (size: 32)") {
+            t.push(target_vs_anchor(r, a));
+        }
+    }
+    t.push(target_p99(r));
+    t
+}
+
+/// Burst 32, one producer: the TQ sharded's cycles/item of `depth` against
+/// the key's rte_ring SP/SC.
+fn b32_key(depth: usize) -> Key {
+    Key {
+        producers: 1,
+        contender: Contender::TqSharded,
+        burst: 32,
+        depth,
+    }
+}
+
+fn target_vs_ring(r: &Report, depth: usize) -> Target {
+    let k = b32_key(depth);
+    let tq = r.med(&k, |s| &s.cycles_per_item);
+    let ring = r.med(&baseline(&k), |s| &s.cycles_per_item);
+    let ratio = tq / ring;
+    Target {
+        lines: vec![format!(
+            "- TQ sharded burst 32, depth {depth}: {tq:.2} cycles/item vs rte_ring SP/SC {ring:.2} (this run) = {ratio:.2}× (target ≤ 0.50: {})",
+            verdict_half(ratio)
+        )],
+        json: json!({ "target": "tq_sharded_b32_vs_ring_spsc_b32_cycles", "depth": depth, "tq": num(tq), "ring": num(ring), "ratio": num(ratio), "met": met_half(ratio) }),
+    }
+}
+
+/// Against `ring_perf_autotest`'s SP/SC bulk 32 line `a`. It prints
+/// enqueue-side + dequeue-side cycles per element; both sides run for the
+/// whole test, so half of it is the wall-clock cycles per element, the
+/// footing of our cycles/item.
+fn target_vs_anchor(r: &Report, a: f64) -> Target {
+    let plan = r.plan;
+    let depth = if plan.depths.contains(&ANCHOR_RING_SIZE) {
+        ANCHOR_RING_SIZE
+    } else {
+        plan.depths[0]
+    };
+    let k = b32_key(depth);
+    let tq = r.med(&k, |s| &s.cycles_per_item);
+    let ring = r.med(&baseline(&k), |s| &s.cycles_per_item);
+    let ratio = tq / a;
+    let mut lines = vec![
+        format!(
+            "- TQ sharded burst 32, depth {depth}: {tq:.2} cycles/item vs ring_perf_autotest SP/SC bulk 32 as printed {a:.2} = {ratio:.2}× (target ≤ 0.50: {})",
+            verdict_half(ratio)
+        ),
+        format!(
+            "- ring_perf_autotest prints the sum of its enqueue-side and dequeue-side cycles per element, so its wall-clock \
+             equivalent is {:.2}; our rte_ring SP/SC burst 32 depth {depth}: {ring:.2} cycles/item ({:.2}× that), TQ sharded {:.2}×",
+            a / 2.0,
+            ring / (a / 2.0),
+            tq / (a / 2.0)
+        ),
+    ];
+    let disturbed = a / 2.0 > ring;
+    if disturbed {
+        lines.push(
+            "- warning: the anchor's wall-clock equivalent is above our own rte_ring SP/SC figure; \
+             ring_perf_autotest has no stall filtering, so it was probably disturbed: rerun on a quiet machine"
+                .to_string(),
+        );
+    }
+    Target {
+        lines,
+        json: json!({
+            "anchor_probably_disturbed": disturbed,
+            "target": "tq_sharded_b32_vs_ring_perf_spsc_bulk32",
+            "depth": depth,
+            "tq": num(tq),
+            "anchor_as_printed": a,
+            "anchor_wall_equivalent": num(a / 2.0),
+            "ratio_vs_printed": num(ratio),
+            "ratio_vs_wall_equivalent": num(tq / (a / 2.0)),
+            "our_ring_spsc_vs_wall_equivalent": num(ring / (a / 2.0)),
+            "met": met_half(ratio),
+        }),
+    }
+}
+
+/// p99 of TQ sharded below rte_ring SP/SC's, one producer, every (burst,
+/// depth) where both have enough clean samples; `n/a` when none has.
+fn target_p99(r: &Report) -> Target {
+    let (mut met, mut total, mut skipped) = (0, 0, 0);
+    for &burst in &r.plan.bursts {
+        for &depth in &r.plan.depths {
+            let k = Key {
+                producers: 1,
+                contender: Contender::TqSharded,
+                burst,
+                depth,
+            };
+            let tq = r.pooled_p99(&k);
+            let ring = r.pooled_p99(&baseline(&k));
+            if !(tq.is_finite() && ring.is_finite()) {
+                skipped += 1;
+                continue;
+            }
+            total += 1;
+            if tq < ring {
+                met += 1;
+            }
+        }
+    }
+    let without = if skipped > 0 {
+        format!(" ({skipped} without enough clean samples)")
+    } else {
+        String::new()
+    };
+    let line = if total == 0 {
+        format!("- p99 (clean windows) of TQ sharded below rte_ring SP/SC at equal load: n/a, no (burst, depth) configuration to compare{without}")
+    } else {
+        format!("- p99 (clean windows) of TQ sharded below rte_ring SP/SC at equal load: {met} of {total} (burst, depth) configurations{without}")
+    };
+    Target {
+        lines: vec![line],
+        json: json!({ "target": "tq_sharded_p99_below_ring_spsc", "met_configs": met, "total_configs": total, "configs_without_enough_clean_samples": skipped }),
+    }
+}
+
+fn print_targets(targets: &[Target]) {
     println!("### Targets (figures, not assertions)");
     println!();
-    let mut targets = Vec::new();
-    let have = |c: Contender| plan.contenders.contains(&c);
-    if plan.bursts.contains(&32) && have(Contender::TqSharded) && have(Contender::RingSpsc) {
-        for &depth in &plan.depths {
-            let k = Key {
-                producers: 1,
-                contender: Contender::TqSharded,
-                burst: 32,
-                depth,
-            };
-            let tq = med(&k, |s| &s.cycles_per_item);
-            let ring = med(&baseline(&k), |s| &s.cycles_per_item);
-            let ratio = tq / ring;
-            println!(
-                "- TQ sharded burst 32, depth {depth}: {tq:.2} cycles/item vs rte_ring SP/SC {ring:.2} (this run) = {ratio:.2}× (target ≤ 0.50: {})",
-                if ratio <= 0.5 { "met".to_string() } else { format!("missed by {:.2}×", ratio / 0.5) }
-            );
-            targets.push(json!({ "target": "tq_sharded_b32_vs_ring_spsc_b32_cycles", "depth": depth, "tq": num(tq), "ring": num(ring), "ratio": num(ratio), "met": ratio <= 0.5 }));
-        }
-        if let Some(a) = r.anchor.get("SP/SC: bulk (size: 32)") {
-            // ring_perf prints enqueue-side + dequeue-side cycles per element;
-            // both sides run for the whole test, so half of it is the
-            // wall-clock cycles per element, the footing of our cycles/item.
-            let depth = if plan.depths.contains(&ANCHOR_RING_SIZE) {
-                ANCHOR_RING_SIZE
-            } else {
-                plan.depths[0]
-            };
-            let k = Key {
-                producers: 1,
-                contender: Contender::TqSharded,
-                burst: 32,
-                depth,
-            };
-            let tq = med(&k, |s| &s.cycles_per_item);
-            let ring = med(&baseline(&k), |s| &s.cycles_per_item);
-            let ratio = tq / a;
-            println!(
-                "- TQ sharded burst 32, depth {depth}: {tq:.2} cycles/item vs ring_perf_autotest SP/SC bulk 32 as printed {a:.2} = {ratio:.2}× (target ≤ 0.50: {})",
-                if ratio <= 0.5 { "met".to_string() } else { format!("missed by {:.2}×", ratio / 0.5) }
-            );
-            println!(
-                "- ring_perf_autotest prints the sum of its enqueue-side and dequeue-side cycles per element, so its wall-clock \
-                 equivalent is {:.2}; our rte_ring SP/SC burst 32 depth {depth}: {ring:.2} cycles/item ({:.2}× that), TQ sharded {:.2}×",
-                a / 2.0,
-                ring / (a / 2.0),
-                tq / (a / 2.0)
-            );
-            let disturbed = a / 2.0 > ring;
-            if disturbed {
-                println!(
-                    "- warning: the anchor's wall-clock equivalent is above our own rte_ring SP/SC figure; \
-                     ring_perf_autotest has no stall filtering, so it was probably disturbed: rerun on a quiet machine"
-                );
-            }
-            targets.push(json!({
-                "anchor_probably_disturbed": disturbed,
-                "target": "tq_sharded_b32_vs_ring_perf_spsc_bulk32",
-                "depth": depth,
-                "tq": num(tq),
-                "anchor_as_printed": a,
-                "anchor_wall_equivalent": num(a / 2.0),
-                "ratio_vs_printed": num(ratio),
-                "ratio_vs_wall_equivalent": num(tq / (a / 2.0)),
-                "our_ring_spsc_vs_wall_equivalent": num(ring / (a / 2.0)),
-                "met": ratio <= 0.5,
-            }));
-        }
-    }
-    if have(Contender::TqSharded) && have(Contender::RingSpsc) {
-        let (mut met, mut total, mut skipped) = (0, 0, 0);
-        for &burst in &plan.bursts {
-            for &depth in &plan.depths {
-                let k = Key {
-                    producers: 1,
-                    contender: Contender::TqSharded,
-                    burst,
-                    depth,
-                };
-                let tq = pooled_p99(&k);
-                let ring = pooled_p99(&baseline(&k));
-                if !(tq.is_finite() && ring.is_finite()) {
-                    skipped += 1;
-                    continue;
-                }
-                total += 1;
-                if tq < ring {
-                    met += 1;
-                }
-            }
-        }
-        println!(
-            "- p99 (clean windows) of TQ sharded below rte_ring SP/SC at equal load: {met} of {total} (burst, depth) configurations{}",
-            if skipped > 0 { format!(" ({skipped} without enough clean samples)") } else { String::new() }
-        );
-        targets.push(json!({ "target": "tq_sharded_p99_below_ring_spsc", "met_configs": met, "total_configs": total, "configs_without_enough_clean_samples": skipped }));
+    for l in targets.iter().flat_map(|t| &t.lines) {
+        println!("{l}");
     }
     println!();
+}
 
-    // ---- JSON -------------------------------------------------------------
-    if let Some(path) = &r.args.json {
-        let doc = json!({
-            "tool": "tqfwd-queue-bench",
-            "version": env!("CARGO_PKG_VERSION"),
-            "label": r.args.label,
-            "note": r.args.note,
-            "dpdk": dpdk::version(),
-            "tsc_hz": r.tsc_hz,
-            "lcores": r.lcores,
-            "producer_lcores": r.producer_lcores,
-            "consumer_lcore": r.consumer,
-            "item": "u64",
-            "method": {
-                "rounds": plan.rounds,
-                "throughput_run_ms": plan.duration_ms,
-                "latency_run_ms": plan.latency_ms,
-                "latency_warmup_fraction": 0.1,
-                "latency_offered_mitems_per_s": plan.rate_items_s / 1e6,
-                "alternation": "per (producers, burst, depth): contenders back to back, order rotated each round; medians over rounds",
-                "cycles_per_item": "median over the run's windows of (consumer TSC cycles per window / items per window), windows of 2048 bursts; *_whole_run: start barrier to last item drained / items received",
-                "latency": "consumer TSC after receive minus producer TSC before send, log-linear histogram, bucket upper bound (<= 3.1 % above); p50/p99/p999/max pooled over all rounds' ~0.23 ms windows in which no bench thread stalled > 20 us (null below 20000 samples), all_windows_p99 pooled over every window after warm-up; per_round_*: each round's own figures",
-                "latency_window_cycles": 1u64 << r.window_shift,
-                "stall_gap_ns": GAP_NS,
-            },
-            "load_avg_start": r.load_start,
-            "load_avg_end": r.load_end,
-            "wall_seconds": num(r.wall_s),
-            "results": rows,
-            "anchor": anchor_json,
-            "targets": targets,
-        });
-        let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
-        std::fs::write(path, text + "\n")
-            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
-        eprintln!("tqfwd-queue-bench: wrote {}", path.display());
+// ---- JSON -------------------------------------------------------------------
+
+fn row_json(w: &Row, r: &Report) -> Value {
+    let (k, s) = (&w.key, w.s);
+    json!({
+        "producers": k.producers,
+        "contender": k.contender.key(),
+        "contender_name": k.contender.name(),
+        "burst": k.burst,
+        "depth": k.depth,
+        "status": "ok",
+        "mitems_per_s": stats(&s.mitems_s),
+        "cycles_per_item": stats(&s.cycles_per_item),
+        "mitems_per_s_whole_run": stats(&s.mitems_s_whole),
+        "cycles_per_item_whole_run": stats(&s.cycles_per_item_whole),
+        "p50_ns": num(r.pooled(s, 50.0)),
+        "p99_ns": num(w.p99),
+        "p999_ns": num(r.pooled(s, 99.9)),
+        "max_ns": num(r.pooled(s, 100.0)),
+        "clean_latency_windows_pct": num(w.clean_pct),
+        "all_windows_p99_ns": num(w.p99_all),
+        "per_round_p50_ns": stats(&s.p50_ns),
+        "per_round_p99_ns": stats(&s.p99_ns),
+        "per_round_p999_ns": stats(&s.p999_ns),
+        "per_round_max_ns": stats(&s.max_ns),
+        "per_round_all_windows_p50_ns": stats(&s.p50_ns_all),
+        "per_round_all_windows_p99_ns": stats(&s.p99_ns_all),
+        "per_round_all_windows_p999_ns": stats(&s.p999_ns_all),
+        "per_round_all_windows_max_ns": stats(&s.max_ns_all),
+        "per_round_clean_latency_windows_pct": stats(&s.clean_pct),
+        "involuntary_context_switches": stats(&s.ctx_switches),
+        "offered_mitems_per_s": stats(&s.offered_mitems_s),
+        "ratio_cycles_vs_ring_spsc": num(w.ratio_cycles),
+        "ratio_p99_vs_ring_spsc": num(w.ratio_p99),
+        "throughput_items_total": s.items_throughput,
+        "latency_samples_clean_total": s.latency_samples_clean,
+        "latency_samples_all_total": s.latency_samples_all,
+        "latency_missed_pacing_slots": s.missed_slots,
+        "latency_negative_samples": s.negative,
+    })
+}
+
+fn write_json(
+    r: &Report,
+    rows: &[Row],
+    targets: &[Target],
+    path: &std::path::Path,
+) -> Result<(), String> {
+    let plan = r.plan;
+    let mut results: Vec<Value> = rows.iter().map(|w| row_json(w, r)).collect();
+    if let Some(why) = r.skipped_why() {
+        for &c in &plan.contenders {
+            results.push(json!({ "producers": ">=2", "contender": c.key(), "contender_name": c.name(), "status": why }));
+        }
     }
+    let doc = json!({
+        "tool": "tqfwd-queue-bench",
+        "version": env!("CARGO_PKG_VERSION"),
+        "label": r.args.label,
+        "note": r.args.note,
+        "dpdk": dpdk::version(),
+        "tsc_hz": r.tsc_hz,
+        "lcores": r.lcores,
+        "producer_lcores": r.producer_lcores,
+        "consumer_lcore": r.consumer,
+        "item": "u64",
+        "method": {
+            "rounds": plan.rounds,
+            "throughput_run_ms": plan.duration_ms,
+            "latency_run_ms": plan.latency_ms,
+            "latency_warmup_fraction": 0.1,
+            "latency_offered_mitems_per_s": plan.rate_items_s / 1e6,
+            "alternation": "per (producers, burst, depth): contenders back to back, order rotated each round; medians over rounds",
+            "cycles_per_item": "median over the run's windows of (consumer TSC cycles per window / items per window), windows of 2048 bursts; *_whole_run: start barrier to last item drained / items received",
+            "latency": "consumer TSC after receive minus producer TSC before send, log-linear histogram, bucket upper bound (<= 3.1 % above); p50/p99/p999/max pooled over all rounds' ~0.23 ms windows in which no bench thread stalled > 20 us (null below 20000 samples), all_windows_p99 pooled over every window after warm-up; per_round_*: each round's own figures",
+            "latency_window_cycles": 1u64 << r.window_shift,
+            "stall_gap_ns": GAP_NS,
+        },
+        "load_avg_start": r.load_start,
+        "load_avg_end": r.load_end,
+        "wall_seconds": num(r.wall_s),
+        "results": results,
+        "anchor": anchor_json(r.anchor),
+        "targets": targets.iter().map(|t| t.json.clone()).collect::<Vec<_>>(),
+    });
+    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    std::fs::write(path, text + "\n")
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    eprintln!("tqfwd-queue-bench: wrote {}", path.display());
     Ok(())
 }
