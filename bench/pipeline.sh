@@ -38,14 +38,16 @@
 #   bench/results/pipeline-latest.json        copy of the above
 #   bench/results/pipeline-latest.svg         throughput / latency chart
 #   bench/results/pipeline-<date>-perf.txt    perf output (full mode)
-# (--quick writes pipeline-<date>-quick.{md,json,svg} and leaves the
-# pipeline-latest.* files of the last full run alone.)
+# --quick writes target/bench/pipeline-<date>-quick.{md,json,svg} instead
+# (bench/results/ holds the tracked full runs, and its pipeline-latest.*
+# files stay those of the last full run).
 # See bench/README.md, section "Forwarding pipeline".
 #
 # Usage: bench/pipeline.sh [options]
 #   --quick          net_null only: default point, on-full drop (tq, ring),
 #                    no --latency (tq), 2 rounds of 1+1 s runs; one load
-#                    (50 %, 1 round); the floor (< 90 s once built)
+#                    (50 %, 1 round); the floor (< 90 s once built);
+#                    outputs under target/bench/
 #   --rounds N       rounds (default 3; quick 2)
 #   --seconds S      measured seconds per run, after a 1 s warm-up
 #                    (default 2; quick 1)
@@ -56,15 +58,17 @@
 #   --perf-only      only the perf record / perf stat runs (tq and ring,
 #                    net_null, default point, 3 s each)
 #   --no-build       use the binaries in target/release as they are
+#   --contenders L   only these contenders, comma-separated, of tq, ring,
+#                    testpmd-mac, testpmd-io (default: all)
 #   -h, --help       this text
-# Exit codes: 0 ok; 1 a run failed (crash, end check failed, no figures);
-# 2 bad usage.
+# Exit codes: 0 ok; 1 a run failed (crash, end check failed, no figures),
+# or no configuration ran at all; 2 bad usage.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
-QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1 PERF_ONLY=0
+QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1 PERF_ONLY=0 CONTENDERS=""
 ORIG_ARGS=("$@")
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "pipeline.sh: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -76,6 +80,7 @@ while [ $# -gt 0 ]; do
         --no-perf) PERF=0 ;;
         --perf-only) PERF_ONLY=1 ;;
         --no-build) BUILD=0 ;;
+        --contenders) need_arg "$@"; CONTENDERS="$2"; shift ;;
         -h|--help) usage; exit 0 ;;
         *) echo "pipeline.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -92,7 +97,9 @@ else
     ROUNDS=${ROUNDS:-3} SECONDS_ARG=${SECONDS_ARG:-2} WAIT_QUIET=${WAIT_QUIET:-900}
 fi
 
-RESULTS=bench/results
+# Full runs are tracked in bench/results/; --quick runs are plumbing checks
+# and stay out of the tree.
+RESULTS=$([ "$QUICK" = 1 ] && echo target/bench || echo bench/results)
 STAMP=$(date +%Y-%m-%d-%H%M%S)
 mkdir -p "$RESULTS"
 command -v python3 >/dev/null || { echo "pipeline.sh: python3 not found" >&2; exit 1; }
@@ -140,4 +147,5 @@ PY=(python3 bench/pipeline.py --tqfwd "$WORK/tqfwd" --pcap "$PCAP" --mem="$MEM" 
 [ "$QUICK" = 1 ] && PY+=(--quick)
 [ "$PERF" = 1 ] && PY+=(--perf)
 [ "$PERF_ONLY" = 1 ] && PY+=(--perf-only)
+[ -n "$CONTENDERS" ] && PY+=(--contenders "$CONTENDERS")
 "${PY[@]}"

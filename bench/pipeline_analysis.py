@@ -1,0 +1,246 @@
+"""Analysis of the pipeline bench's runs: medians per configuration,
+overload and core-count figures, and the targets with their verdicts.
+
+Every verdict is MET, MISSED or n/a; a target that evaluated no
+configuration (its rows did not run or have no figure) is n/a, never MET.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import statistics
+
+from pipeline_model import (LINE_RATES, TQFWD, WORKER_COSTS, Cfg, med, pair_ratios, paired_ratio,
+                            points_in_order, throughput_points)
+
+
+def summarize(cfgs: list[Cfg], runs: dict[str, list[dict]]) -> dict[str, dict]:
+    out = {}
+    for c in cfgs:
+        rs = [r for r in runs[c.key] if "error" not in r]
+        s = {"config": dataclasses.asdict(c), "rounds_ok": len(rs), "rounds": len(runs[c.key])}
+        if rs:
+            s["rx_mpps"] = med([r["rx_mpps"] for r in rs])
+            s["tx_mpps"] = med([r["tx_mpps"] for r in rs])
+            s["tx_mpps_min"] = min(r["tx_mpps"] for r in rs)
+            s["tx_mpps_max"] = max(r["tx_mpps"] for r in rs)
+            drops: dict[str, int] = {}
+            for r in rs:
+                for k, v in r.get("drops", {}).items():
+                    drops[k] = drops.get(k, 0) + v
+            s["drops_all_rounds"] = drops
+            s["drops_total_all_rounds"] = sum(drops.values())
+            s["busy_cycles_per_rx_packet"] = med([r.get("busy_cycles_per_rx_packet") for r in rs])
+            if c.contender in TQFWD:
+                s["mbufs_in_use_max"] = max(r["mbufs_in_use"] for r in rs)
+                s["conservation_ok_all"] = all(r["conservation_ok"] for r in rs)
+                if all("latency_ns" in r for r in rs):
+                    s["latency_ns"] = {k: med([r["latency_ns"][k] for r in rs])
+                                       for k in ("p50", "p90", "p99", "p999", "max", "samples")}
+                n = len(rs[0]["lcores"])
+                s["lcores"] = [{
+                    "lcore": rs[0]["lcores"][i]["lcore"], "roles": rs[0]["lcores"][i]["roles"],
+                    **{k: med([r["lcores"][i][k] for r in rs if len(r["lcores"]) == n])
+                       for k in ("busy_cycles_per_packet", "busy_ratio", "idle_polls", "avg_burst",
+                                 "busy_cycles_per_rx_packet")}} for i in range(n)]
+        out[c.key] = s
+    return out
+
+
+
+def overload(runs, summ) -> dict:
+    """--on-full drop against wait at the null default point, per backend."""
+    out = {}
+    for cn in ("tq", "ring"):
+        kw, kd = f"null/default/{cn}", f"null/on-full drop/{cn}"
+        w, d = summ.get(kw, {}).get("tx_mpps"), summ.get(kd, {}).get("tx_mpps")
+        if w is None or d is None:
+            continue
+        pairs = pair_ratios(runs, kd, kw)
+        frac = [r["drops_total"] / r["rx_packets"] for r in runs[kd] if "error" not in r and r.get("rx_packets")]
+        out[cn] = {"wait_mpps": w, "drop_mpps": d, "ratio_of_medians": d / w if w else None,
+                   "paired_ratios": pairs, "paired_ratio": statistics.median(pairs) if pairs else None,
+                   "drops_fraction_of_rx_per_run": frac, "drops_fraction_of_rx_median": med(frac)}
+    return out
+
+
+def role_costs(summ, cn) -> dict:
+    """Busy TSC cycles per packet of each role, from the rows whose layout
+    puts that role alone on an lcore: RX from rx | worker+tx, TX from
+    rx+worker | tx, the worker from the default layout at each
+    --worker-cycles."""
+    src = {"rx": (f"null/layout rx|worker+tx/{cn}", "rx"), "tx": (f"null/layout rx+worker|tx/{cn}", "tx")}
+    for w in WORKER_COSTS:
+        src[f"worker {w}"] = (f"null/default/{cn}" if w == 0 else f"null/worker-cycles {w}/{cn}", "worker")
+    out = {}
+    for role, (key, roles) in src.items():
+        lc = next((l for l in summ.get(key, {}).get("lcores", []) if l["roles"] == roles), None)
+        out[role] = {"cycles_per_packet": lc["busy_cycles_per_packet"] if lc else None,
+                     "from": f"{key}, lcore {lc['lcore']}" if lc else f"{key} (not measured)"}
+    return out
+
+
+def cores_for_line_rate(summ, tsc_hz) -> dict:
+    """lcores per role = ceil(rate × cycles per packet / TSC Hz), per backend,
+    line rate and worker cost."""
+    if not tsc_hz:
+        return {"error": "no TSC frequency"}
+    res = {"tsc_hz": tsc_hz, "backends": {}}
+    for cn in ("tq", "ring"):
+        costs = role_costs(summ, cn)
+
+        def need(role, rate):
+            c = costs[role]["cycles_per_packet"]
+            return None if c is None else math.ceil(rate * 1e6 * c / tsc_hz)
+        rows = []
+        for rate, name in LINE_RATES:
+            row = {"mpps": rate, "line": name, "rx": need("rx", rate), "tx": need("tx", rate),
+                   "worker": {str(w): need(f"worker {w}", rate) for w in WORKER_COSTS}}
+            row["total"] = {str(w): None if None in (row["rx"], row["tx"], row["worker"][str(w)])
+                            else row["rx"] + row["tx"] + row["worker"][str(w)] for w in WORKER_COSTS}
+            rows.append(row)
+        res["backends"][cn] = {"cycles_per_packet": costs, "rows": rows}
+    return res
+
+
+
+def configurations_ran(summ) -> int:
+    """Configurations with at least one run that gave figures."""
+    return sum(1 for s in summ.values() if s["rounds_ok"])
+
+
+def verdict(evaluated: int, misses) -> str:
+    """n/a when nothing was evaluated, else MISSED if anything missed, else MET."""
+    if not evaluated:
+        return "n/a"
+    return "MISSED" if misses else "MET"
+
+
+def evaluate_targets(cfgs, runs, summ, meta, an) -> list[dict]:
+    T = []
+    pts = throughput_points(cfgs)
+    # 1. tq >= ring throughput, every row
+    miss, n = [], 0
+    for traffic, pt in pts:
+        r = paired_ratio(runs, f"{traffic}/{pt}/tq", f"{traffic}/{pt}/ring")
+        if r is None:
+            continue
+        n += 1
+        if r < 1.0:
+            miss.append(f"{traffic}/{pt} {r:.3f} ({(1 - r) * 100:.1f}% below)")
+    T.append({"name": "tq throughput >= ring in every row", "rows": n, "misses": miss,
+              "verdict": verdict(n, miss),
+              "detail": (f"{n - len(miss)}/{n} rows; below: " + "; ".join(miss)) if miss
+              else f"{n}/{n} rows" if n else "no row with figures for both"})
+    # 2. tq p99 <= ring p99, every row
+    miss, n = [], 0
+    for traffic, pt in pts:
+        a = summ.get(f"{traffic}/{pt}/tq", {}).get("latency_ns")
+        b = summ.get(f"{traffic}/{pt}/ring", {}).get("latency_ns")
+        if not a or not b:
+            continue
+        n += 1
+        if a["p99"] > b["p99"]:
+            miss.append(f"{traffic}/{pt} {a['p99'] / 1000:.1f} vs {b['p99'] / 1000:.1f} µs (×{a['p99'] / b['p99']:.2f})")
+    T.append({"name": "tq p99 <= ring p99 in every row", "rows": n, "misses": miss,
+              "verdict": verdict(n, miss),
+              "detail": (f"{n - len(miss)}/{n} rows; above: " + "; ".join(miss)) if miss
+              else f"{n}/{n} rows" if n else "no row with figures for both"})
+    # 3. tq (2 lcores) >= testpmd mac (1 fwd lcore), net_null, huge pages
+    huge = "--in-memory" in meta["mem"]
+    r_lat = paired_ratio(runs, "null/default/tq", "null/default/testpmd-mac")
+    tq_nolat = summ.get("null/no --latency/tq", {}).get("tx_mpps")
+    mac = summ.get("null/default/testpmd-mac", {}).get("tx_mpps")
+    r_nolat = tq_nolat / mac if tq_nolat and mac else None
+    if r_lat is None:
+        v, d = "n/a", "no figures"
+    else:
+        v = "MET" if max(r_lat, r_nolat or 0) >= 1.0 else "MISSED"
+        d = (f"tq/testpmd-mac = {r_lat:.3f} with --latency"
+             + (f", {r_nolat:.3f} without (ratio of medians)" if r_nolat else "")
+             + ("" if huge else "; measured WITHOUT huge pages, the target asks for huge pages"))
+    T.append({"name": "tqfwd (2 lcores) >= 1.0x testpmd mac (1 forwarding lcore), net_null, huge pages",
+              "ratio_with_latency": r_lat, "ratio_without_latency": r_nolat, "huge_pages": huge,
+              "verdict": v, "detail": d})
+    # 4. zero drops with --on-full wait
+    bad = [f"{k} {s['drops_all_rounds']}" for k, s in summ.items()
+           if s["config"]["on_full"] == "wait" and s.get("drops_total_all_rounds")]
+    n = sum(1 for s in summ.values() if s["config"]["on_full"] == "wait" and "tx_mpps" in s)
+    T.append({"name": "zero drops with --on-full wait", "misses": bad, "verdict": verdict(n, bad),
+              "detail": f"{n} configurations, {'no drops' if not bad else 'drops in: ' + '; '.join(bad)}"
+              if n else "no --on-full wait configuration with figures"})
+    # 5. latency cost < 5 %
+    parts, worst = [], 0.0
+    for traffic in ("null", "pcap"):
+        for cn in ("tq", "ring"):
+            r = paired_ratio(runs, f"{traffic}/default/{cn}", f"{traffic}/no --latency/{cn}")
+            if r is None:
+                continue
+            cost = (1 - r) * 100
+            worst = max(worst, cost)
+            parts.append(f"{cn} {traffic}: with/without = {r:.3f} (cost {cost:+.1f}%)")
+    T.append({"name": "--latency --latency-sample 16 costs < 5 % throughput", "worst_cost_pct": worst,
+              "verdict": verdict(len(parts), worst >= 5), "detail": "; ".join(parts) or "no figures"})
+    # 6. end checks
+    bad = [k for k, s in summ.items() if s["config"]["contender"] in TQFWD and
+           (s.get("mbufs_in_use_max", 0) != 0 or not s.get("conservation_ok_all", True))]
+    n = sum(1 for s in summ.values() if s["config"]["contender"] in TQFWD and "tx_mpps" in s)
+    T.append({"name": "tqfwd end checks (conservation, 0 mbufs in use at exit)", "verdict": verdict(n, bad),
+              "detail": ("all runs" if not bad else ", ".join(bad)) if n else "no tqfwd configuration with figures"})
+    # 7. overload: --on-full drop >= 0.95 x wait, per backend
+    for cn in ("tq", "ring"):
+        o = an["overload"].get(cn)
+        name = f"{cn}: --on-full drop >= 0.95 x --on-full wait forwarded Mpps (null, default point)"
+        if not o or o["paired_ratio"] is None:
+            T.append({"name": name, "verdict": "n/a", "detail": "no figures"})
+            continue
+        both = [o["ratio_of_medians"], o["paired_ratio"]]
+        mf = o["drops_fraction_of_rx_median"]
+        T.append({"name": name, "ratio_of_medians": o["ratio_of_medians"], "paired_ratio": o["paired_ratio"],
+                  "verdict": "MET" if min(both) >= 0.95 else "MISSED",
+                  "detail": f"drop {o['drop_mpps']:.2f} vs wait {o['wait_mpps']:.2f} Mpps: ratio of medians "
+                            f"{o['ratio_of_medians']:.3f}, median of {len(o['paired_ratios'])} paired ratios "
+                            f"{o['paired_ratio']:.3f} (MET needs both >= 0.95); drops after RX "
+                            f"{'–' if mf is None else f'{mf * 100:.1f}'} % of rx packets (median run)"})
+    # 8-11. latency below saturation
+    lrows = [c for c in cfgs if c.rx_rate is not None]
+    loads = points_in_order(lrows)
+    skipped = meta.get("loads", {}).get("skipped")
+
+    def lat(traffic, pt, cn, k):
+        l = summ.get(f"{traffic}/{pt}/{cn}", {}).get("latency_ns")
+        return l[k] if l else None
+
+    na = f"no load rows ({skipped})" if skipped else "no load rows"
+    bad = [f"{c.point} {c.contender} {summ[c.key]['drops_all_rounds']}" for c in lrows
+           if summ[c.key].get("drops_total_all_rounds")]
+    n = sum(1 for c in lrows if "tx_mpps" in summ[c.key])
+    T.append({"name": "no drops at " + "/".join(p.split()[1] for _, p in loads) + " % load" if loads
+              else "no drops below saturation", "misses": bad,
+              "verdict": verdict(n, bad),
+              "detail": na if not n else f"{n} rows, {'no drops' if not bad else 'drops in: ' + '; '.join(bad)}"})
+    parts, miss = [], []
+    for traffic, pt in loads:
+        for cn in ("tq", "ring"):
+            v = lat(traffic, pt, cn, "p99")
+            if v is None:
+                continue
+            parts.append(f"{pt} {cn} {v / 1000:.1f}")
+            if v >= 100_000:
+                miss.append(f"{pt} {cn}")
+    T.append({"name": "p99 < 100 µs below saturation", "misses": miss, "verdict": verdict(parts, miss),
+              "detail": ("; ".join(parts) + " µs" + (f" (missed: {', '.join(miss)})" if miss else ""))
+              if parts else na})
+    for k, factor, label in (("p50", 1.0, "tq p50 <= ring p50"), ("p99", 0.8, "tq p99 <= 0.8 x ring p99")):
+        parts, miss = [], []
+        for traffic, pt in loads:
+            a, b = lat(traffic, pt, "tq", k), lat(traffic, pt, "ring", k)
+            if a is None or b is None or not b:
+                continue
+            parts.append(f"{pt} {a / 1000:.1f} vs {b / 1000:.1f} µs (×{a / b:.2f})")
+            if a > factor * b:
+                miss.append(pt)
+        T.append({"name": f"{label} below saturation", "misses": miss, "verdict": verdict(parts, miss),
+                  "detail": ("; ".join(parts) + (f" (missed at {', '.join(miss)})" if miss else "")) if parts else na})
+    return T

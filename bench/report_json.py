@@ -1,0 +1,29 @@
+"""JSON results of the pipeline bench (pipeline-<date>.json).
+
+Schema `tqfwd-pipeline-bench/1`, keys in this order: `meta` (command,
+machine, load, method, loads, floor, perf), `targets` (name, verdict MET /
+MISSED / n/a, detail), `summary` (medians per configuration, by
+"traffic/point/contender"), `runs` (every run: command line, figures or
+error), `overload`, `cores_for_line_rate`, and `ratios` (tq over each
+other contender, median of paired ratios, per point).
+"""
+
+from __future__ import annotations
+
+import json
+
+from pipeline_model import CONTENDERS, paired_ratio, points_in_order
+
+SCHEMA = "tqfwd-pipeline-bench/1"
+
+
+def results_doc(meta, cfgs, runs, summ, targets, an) -> dict:
+    return {"schema": SCHEMA, "meta": meta, "targets": targets,
+            "summary": summ, "runs": runs, **an,
+            "ratios": {f"{t}/{p}": {cn: paired_ratio(runs, f"{t}/{p}/tq", f"{t}/{p}/{cn}")
+                                    for cn in CONTENDERS[1:]} for t, p in points_in_order(cfgs)}}
+
+
+def write_json(path: str, doc: dict):
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
