@@ -118,6 +118,15 @@ def verdict(evaluated: int, misses) -> str:
 
 
 def evaluate_targets(cfgs, runs, summ, meta, an) -> list[dict]:
+    """Every target, in report order: the per-row comparisons and checks,
+    overload, then latency below saturation."""
+    return (targets_rows(cfgs, runs, summ, meta) + targets_overload(an["overload"])
+            + targets_loads(cfgs, summ, meta))
+
+
+def targets_rows(cfgs, runs, summ, meta) -> list[dict]:
+    """tq against ring and testpmd row by row, drops with --on-full wait,
+    the latency option's cost, and tqfwd's end checks."""
     T = []
     pts = throughput_points(cfgs)
     # 1. tq >= ring throughput, every row
@@ -188,9 +197,14 @@ def evaluate_targets(cfgs, runs, summ, meta, an) -> list[dict]:
     n = sum(1 for s in summ.values() if s["config"]["contender"] in TQFWD and "tx_mpps" in s)
     T.append({"name": "tqfwd end checks (conservation, 0 mbufs in use at exit)", "verdict": verdict(n, bad),
               "detail": ("all runs" if not bad else ", ".join(bad)) if n else "no tqfwd configuration with figures"})
-    # 7. overload: --on-full drop >= 0.95 x wait, per backend
+    return T
+
+
+def targets_overload(ov) -> list[dict]:
+    """--on-full drop >= 0.95 x wait, per backend."""
+    T = []
     for cn in ("tq", "ring"):
-        o = an["overload"].get(cn)
+        o = ov.get(cn)
         name = f"{cn}: --on-full drop >= 0.95 x --on-full wait forwarded Mpps (null, default point)"
         if not o or o["paired_ratio"] is None:
             T.append({"name": name, "verdict": "n/a", "detail": "no figures"})
@@ -203,7 +217,12 @@ def evaluate_targets(cfgs, runs, summ, meta, an) -> list[dict]:
                             f"{o['ratio_of_medians']:.3f}, median of {len(o['paired_ratios'])} paired ratios "
                             f"{o['paired_ratio']:.3f} (MET needs both >= 0.95); drops after RX "
                             f"{'–' if mf is None else f'{mf * 100:.1f}'} % of rx packets (median run)"})
-    # 8-11. latency below saturation
+    return T
+
+
+def targets_loads(cfgs, summ, meta) -> list[dict]:
+    """Latency below saturation: drops, p99 bound, tq against ring."""
+    T = []
     lrows = [c for c in cfgs if c.rx_rate is not None]
     loads = points_in_order(lrows)
     skipped = meta.get("loads", {}).get("skipped")
