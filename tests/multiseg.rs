@@ -59,7 +59,7 @@ fn frames() -> Vec<Vec<u8>> {
 /// input frames in input order, each with its MACs rewritten and every
 /// other byte unchanged; all counted UDP, nothing dropped, conservation and
 /// 0 mbufs in use.
-fn run_and_check(name: &str, app: &[&str]) -> serde_json::Value {
+fn run_and_check(name: &str, app: &[&str]) -> (serde_json::Value, String) {
     let _g = serial();
     let dir = scratch(name);
     let input = frames();
@@ -124,14 +124,15 @@ fn run_and_check(name: &str, app: &[&str]) -> serde_json::Value {
     }
     assert!(pcap::read_all(dir.join("out0.pcap")).unwrap().is_empty());
     let _ = std::fs::remove_dir_all(&dir);
-    j
+    (j, run.stderr)
 }
 
 /// Two workers (on the machine's two lcores, sharing them with RX and TX)
-/// fed by software flow hashing (net_pcap gives no RSS hash).
+/// fed by software flow hashing (net_pcap gives no RSS hash); the port set
+/// up for 9000-byte frames.
 #[test]
 fn jumbo_chains_two_workers_keep_flow_order() {
-    let j = run_and_check(
+    let (j, stderr) = run_and_check(
         "multiseg-hash",
         &[
             "--rx-lcores",
@@ -140,8 +141,12 @@ fn jumbo_chains_two_workers_keep_flow_order() {
             "0-1",
             "--tx-lcores",
             "1",
+            "--max-frame",
+            "9000",
         ],
     );
+    // net_pcap (DPDK 22.11) chains jumbo frames without offering scatter.
+    assert!(stderr.contains("max frame 9000 in mbuf chains"), "{stderr}");
     let lcores = j["lcores"].as_array().unwrap();
     for l in [0, 1] {
         let w = lcores.iter().find(|x| x["lcore"] == l).unwrap()["worker_packets"]
@@ -160,7 +165,8 @@ fn class_matches_multi_segment_frames() {
         .filter(|f| gen::test_payload(f).unwrap().flow_id == CLASS_FLOW as u32)
         .count() as u64;
     let class_arg = format!("big:udp,dst-port={CLASS_PORT}:1");
-    let j = run_and_check(
+    // Default frame size: net_pcap still chains what does not fit.
+    let (j, _) = run_and_check(
         "multiseg-class",
         &[
             "--rx-lcores",
@@ -185,4 +191,44 @@ fn class_matches_multi_segment_frames() {
         classes[0]["packets"].as_u64().unwrap(),
         FRAMES as u64 - class_frames
     );
+}
+
+/// A port that offers RX scatter (net_ring) gets it, and its MTU, when
+/// `--max-frame` needs chains; and runs clean.
+#[test]
+fn scatter_turned_on_where_offered() {
+    let _g = serial();
+    let dir = scratch("multiseg-ring");
+    let vdevs = vec!["net_ring0".to_string(), "net_ring1".to_string()];
+    for (max_frame, want) in [
+        (
+            "9000",
+            "max frame 9000 in mbuf chains (RX scatter on), TX MULTI_SEGS on",
+        ),
+        ("2044", "max frame 2044 in one mbuf"),
+    ] {
+        let run = run_tqfwd(
+            &dir,
+            &eal_args("0-1", &vdevs),
+            &[
+                "--max-frame",
+                max_frame,
+                "--duration",
+                "0.5",
+                "--stats-interval",
+                "0",
+            ],
+            Duration::from_secs(60),
+        );
+        assert_clean_end(&run);
+        for port in 0..2 {
+            let line = run
+                .stderr
+                .lines()
+                .find(|l| l.contains(&format!("port {port}: net_ring{port} ")))
+                .unwrap_or_else(|| panic!("no port {port} line\n{}", run.describe()));
+            assert!(line.contains(want), "{line}");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
 }
