@@ -121,7 +121,9 @@ impl MbufPtr {
     /// segment chain; returns false, writing nothing, when the frame (as
     /// its segments hold it) is shorter than `offset + bytes.len()`.
     pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> bool {
-        let end = offset + bytes.len();
+        let Some(end) = offset.checked_add(bytes.len()) else {
+            return false;
+        };
         // Check first, so that nothing is written to a frame too short.
         let mut held = 0usize;
         let mut seg = self.raw() as *const sys::rte_mbuf;
@@ -370,7 +372,9 @@ impl Packet {
     /// if need be; false (nothing written) when the frame is too short.
     #[inline]
     pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> bool {
-        let end = offset + bytes.len();
+        let Some(end) = offset.checked_add(bytes.len()) else {
+            return false;
+        };
         if end <= self.len as usize {
             self.data_mut()[offset..end].copy_from_slice(bytes);
             return true;
