@@ -149,12 +149,13 @@ impl fmt::Display for FrameClass {
 
 /// What [`parse`] found.
 ///
-/// Offsets are from the start of the frame and always `<= frame.len()`:
+/// Offsets are from the start of the frame and always `<= frame.len()`
+/// (for [`parse_head`], `<= head.len()`: what they point at is in view):
 /// * `l3_offset`: start of the L3 header (14 + 4 * vlan_tags) whenever the
 ///   L2 header was complete (every class but `Runt` and a truncated VLAN
 ///   tag, where it is 0);
 /// * `l4_offset`: start of the UDP/TCP header, non-zero only for `Udp`/`Tcp`
-///   (then at least 8 / 20 bytes are present there).
+///   (then at least 8 / 20 bytes are present there, in view).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameInfo {
     /// Classification.
