@@ -168,6 +168,10 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u32).range(64..=16_777_216))]
     pub mbufs: Option<u32>,
 
+    /// Largest frame to receive, in bytes from the Ethernet header to the end of the payload (no FCS): sets each port's MTU to SIZE - 14 and turns on RX scatter where such frames need several mbufs (default: the port's default MTU + 14, usually 1514)
+    #[arg(allow_negative_numbers = true, long, value_name = "SIZE", value_parser = clap::value_parser!(u32).range(64..=65535))]
+    pub max_frame: Option<u32>,
+
     /// RX descriptors per queue (adjusted to the device's limits)
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
     pub rx_desc: u16,

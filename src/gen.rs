@@ -4,7 +4,8 @@
 //!
 //! Sizes: `frame_len` is the on-wire Ethernet size *including* the 4-byte FCS
 //! (64..=1518); the bytes produced are `frame_len - 4` long, as a capture
-//! (which never holds the FCS) would show them. All checksums are valid.
+//! (which never holds the FCS) would show them. [`udp_frame_sized`] instead
+//! takes the captured length, up to jumbo sizes. All checksums are valid.
 //!
 //! Stamp: every generated UDP payload starts with `b"TQFW"`, flow id (u32 BE)
 //! and sequence number (u64 BE), found again by [`test_payload`] after the
@@ -107,12 +108,25 @@ pub fn udp_frame(
     let total = frame_len - FCS_LEN;
     let mut payload = vec![0u8; total - ETH - IP4 - UDP];
     payload[..STAMP_LEN].copy_from_slice(&stamp(flow_id, seq));
+    let f = flow_frame_v4(flow, seq, &payload, src_mac, dst_mac);
+    debug_assert_eq!(f.len(), total);
+    f
+}
+
+/// Ethernet + IPv4 (DF, ident = seq) + UDP of `flow` around `payload`.
+fn flow_frame_v4(
+    flow: &Flow,
+    seq: u64,
+    payload: &[u8],
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+) -> Vec<u8> {
     let udp = udp_v4(
         flow.src_ip,
         flow.dst_ip,
         flow.src_port,
         flow.dst_port,
-        &payload,
+        payload,
     );
     let ip = ipv4_packet(
         flow.src_ip,
@@ -123,8 +137,62 @@ pub fn udp_frame(
         0,
         &udp,
     );
-    let f = ether(dst_mac, src_mac, &[], ethertype::IPV4, &ip);
-    debug_assert_eq!(f.len(), total);
+    ether(dst_mac, src_mac, &[], ethertype::IPV4, &ip)
+}
+
+/// Largest captured frame [`udp_frame_sized`] builds: room for 9000-byte
+/// jumbo MTUs and frames beyond them.
+pub const MAX_SIZED_FRAME: usize = 16_000;
+
+/// One stamped IPv4 or IPv6 UDP frame of exactly `len` captured bytes (no
+/// FCS), for sizes beyond one Ethernet MTU (jumbo, multi-segment tests).
+/// The IPv6 addresses are `fd00::` plus the flow's IPv4 addresses; ports
+/// as in `flow`. Valid checksums.
+///
+/// # Panics
+/// If `len` is below the headers + stamp (58 bytes IPv4, 78 IPv6) or above
+/// [`MAX_SIZED_FRAME`].
+pub fn udp_frame_sized(
+    flow: &Flow,
+    flow_id: u32,
+    seq: u64,
+    len: usize,
+    ipv6: bool,
+    src_mac: [u8; 6],
+    dst_mac: [u8; 6],
+) -> Vec<u8> {
+    let ip_hdr = if ipv6 { 40 } else { IP4 };
+    let min = ETH + ip_hdr + UDP + STAMP_LEN;
+    assert!(
+        (min..=MAX_SIZED_FRAME).contains(&len),
+        "len {len} outside {min}..={MAX_SIZED_FRAME}"
+    );
+    let mut payload = vec![0u8; len - ETH - ip_hdr - UDP];
+    payload[..STAMP_LEN].copy_from_slice(&stamp(flow_id, seq));
+    // A pattern after the stamp, so that a misplaced segment shows.
+    for (i, b) in payload[STAMP_LEN..].iter_mut().enumerate() {
+        *b = (i % 251) as u8;
+    }
+    let f = if ipv6 {
+        let v6 = |a: [u8; 4]| {
+            let mut x = [0u8; 16];
+            x[0] = 0xfd;
+            x[12..].copy_from_slice(&a);
+            x
+        };
+        let (src, dst) = (v6(flow.src_ip), v6(flow.dst_ip));
+        let udp = udp_v6(src, dst, flow.src_port, flow.dst_port, &payload);
+        ether(
+            dst_mac,
+            src_mac,
+            &[],
+            ethertype::IPV6,
+            &ipv6_packet(src, dst, protocol::UDP, &udp),
+        )
+    } else {
+        flow_frame_v4(flow, seq, &payload, src_mac, dst_mac)
+    };
+    debug_assert_eq!(f.len(), len);
     f
 }
 
@@ -852,5 +920,27 @@ mod tests {
         ));
         assert_eq!(wire::parse(&f).class, FrameClass::Udp);
         assert_eq!(test_payload(&f), None);
+    }
+
+    #[test]
+    fn sized_frames_are_stamped_udp() {
+        for ipv6 in [false, true] {
+            for len in [78, 1514, 2048, 2049, 9000, MAX_SIZED_FRAME] {
+                let f = udp_frame_sized(
+                    &Flow::nth(3),
+                    3,
+                    len as u64,
+                    len,
+                    ipv6,
+                    DEFAULT_SRC_MAC,
+                    DEFAULT_DST_MAC,
+                );
+                assert_eq!(f.len(), len);
+                let i = wire::parse(&f);
+                assert_eq!(i.class, FrameClass::Udp, "len {len} ipv6 {ipv6}");
+                let s = test_payload(&f).unwrap();
+                assert_eq!((s.flow_id, s.seq), (3, len as u64));
+            }
+        }
     }
 }

@@ -77,6 +77,9 @@ fn bad_app_options_before_eal() {
         (&["--", "--class", "kv:udp,dst-port=99999:1"], "--class"),
         (&["--", "--class", "kv:sctp:1"], "unknown match term"),
         (&["--", "--class", "kv:dst-port=80:1"], "needs udp or tcp"),
+        (&["--", "--max-frame", "70000"], "--max-frame"),
+        (&["--", "--max-frame", "-9000"], "--max-frame"),
+        (&["--", "--max-frame", "jumbo"], "--max-frame"),
     ] {
         let run = run_raw(args, Duration::from_secs(10));
         assert_usage_error(&run, needle);
@@ -137,6 +140,23 @@ fn more_queues_than_the_device_has() {
     );
     assert_usage_error(&run, "allows 1 RX queues but 2 RX lcores need one each");
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Frames that need several mbufs on a port that cannot scatter (net_null
+/// offers no RX scatter). (The MTU range check is unit-tested in
+/// pipeline::frames: the software PMDs here take any MTU.)
+#[test]
+fn max_frame_the_port_cannot_take() {
+    let _g = serial();
+    let run = run_with(
+        eal("0-1", &["net_null0", "net_null1"]),
+        &["--max-frame", "9000", "--duration", "1"],
+    );
+    assert_usage_error(
+        &run,
+        "--max-frame 9000: port 0 (net_null) cannot scatter a frame over several mbufs",
+    );
+    assert!(run.stderr.contains("use --max-frame 2044 or less"));
 }
 
 #[test]

@@ -14,6 +14,13 @@
 //! header, so its cache lines stay with the lcore that allocates, transmits
 //! and frees the mbuf, instead of bouncing between cores on every packet.
 //!
+//! Multi-segment frames (a chain of mbufs, as RX scatter or a PMD's jumbo
+//! path builds them): a [`Packet`] notes at RX that its mbuf is a chain;
+//! only then do [`Packet::head`], [`Packet::pkt_len`] and
+//! [`Packet::write_at`] read the headers of the segments (one predictable
+//! branch on a single-segment frame). Freeing the first segment frees the
+//! chain (`rte_pktmbuf_free`, `rte_pktmbuf_free_bulk`).
+//!
 //! [`Burst`] is a fixed array of [`MAX_BURST`] handles plus a length
 //! ([`MbufBurst`] for the PMDs, `Burst<Packet>` between stages): no
 //! allocation on the data path.
@@ -80,6 +87,84 @@ impl MbufPtr {
     pub fn pkt_len(&self) -> u32 {
         // SAFETY: live owned mbuf.
         unsafe { (*self.raw()).pkt_len }
+    }
+
+    /// Copies the frame's first `out.len()` bytes (fewer when the frame is
+    /// shorter) into `out`, following the segment chain; returns how many.
+    pub fn read_into(&self, out: &mut [u8]) -> usize {
+        let mut done = 0;
+        let mut seg = self.raw() as *const sys::rte_mbuf;
+        // At most nb_segs segments, and never past a null `next`.
+        // SAFETY: live owned mbuf.
+        let mut segs = unsafe { (*seg).nb_segs };
+        while done < out.len() && segs != 0 && !seg.is_null() {
+            // SAFETY: `seg` is the owned head or a segment chained to it
+            // (the chain is owned with its head); its data room holds
+            // data_len bytes at buf_addr + data_off.
+            unsafe {
+                let m = &*seg;
+                let n = (m.data_len as usize).min(out.len() - done);
+                std::ptr::copy_nonoverlapping(
+                    (m.buf_addr as *const u8).add(m.data_off as usize),
+                    out.as_mut_ptr().add(done),
+                    n,
+                );
+                done += n;
+                seg = m.next;
+            }
+            segs -= 1;
+        }
+        done
+    }
+
+    /// Writes `bytes` at `offset` from the frame start, following the
+    /// segment chain; returns false, writing nothing, when the frame (as
+    /// its segments hold it) is shorter than `offset + bytes.len()`.
+    pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> bool {
+        let Some(end) = offset.checked_add(bytes.len()) else {
+            return false;
+        };
+        // Check first, so that nothing is written to a frame too short.
+        let mut held = 0usize;
+        let mut seg = self.raw() as *const sys::rte_mbuf;
+        // SAFETY: live owned mbuf.
+        let nb_segs = unsafe { (*seg).nb_segs };
+        let mut segs = nb_segs;
+        while held < end && segs != 0 && !seg.is_null() {
+            // SAFETY: as in read_into.
+            unsafe {
+                held += (*seg).data_len as usize;
+                seg = (*seg).next;
+            }
+            segs -= 1;
+        }
+        if held < end {
+            return false;
+        }
+        let mut seg = self.raw();
+        let mut seg_start = 0usize; // frame offset of this segment's data
+        let mut segs = nb_segs;
+        while seg_start < end && segs != 0 && !seg.is_null() {
+            // SAFETY: as in read_into; the chain is owned through &mut self,
+            // so nobody else accesses its data.
+            unsafe {
+                let m = &*seg;
+                let len = m.data_len as usize;
+                let lo = offset.max(seg_start);
+                let hi = end.min(seg_start + len);
+                if lo < hi {
+                    std::ptr::copy_nonoverlapping(
+                        bytes.as_ptr().add(lo - offset),
+                        (m.buf_addr as *mut u8).add(m.data_off as usize + (lo - seg_start)),
+                        hi - lo,
+                    );
+                }
+                seg_start += len;
+                seg = m.next;
+            }
+            segs -= 1;
+        }
+        true
     }
 
     /// Input port, as set by the PMD at RX.
@@ -187,6 +272,8 @@ impl Packet {
     const OFFSET_IN_HEADER: u16 = u16::MAX;
     /// Flag: this packet carries an RX timestamp (latency sample).
     const SAMPLED: u16 = 1;
+    /// Flag: the mbuf is a chain of several segments.
+    const MULTI_SEG: u16 = 2;
     const EMPTY: Packet = Packet {
         mbuf: MbufPtr::EMPTY,
         frame_offset: 0,
@@ -199,12 +286,13 @@ impl Packet {
     #[inline]
     pub fn from_rx(m: MbufPtr) -> Packet {
         // SAFETY: live owned mbuf; plain field reads.
-        let (start, len, port) = unsafe {
+        let (start, len, port, segs) = unsafe {
             let h = &*m.raw();
             (
                 (h.buf_addr as usize).wrapping_add(h.data_off as usize),
                 h.data_len,
                 h.port,
+                h.nb_segs,
             )
         };
         let off = start.wrapping_sub(m.raw() as usize);
@@ -218,7 +306,7 @@ impl Packet {
             frame_offset,
             len,
             port,
-            flags: 0,
+            flags: if segs > 1 { Self::MULTI_SEG } else { 0 },
         }
     }
 
@@ -234,10 +322,64 @@ impl Packet {
         self.port
     }
 
-    /// Frame length (first segment).
+    /// Length of the first segment (the whole frame unless
+    /// [`is_multi_seg`](Self::is_multi_seg)).
     #[inline]
     pub fn len(self) -> usize {
         self.len as usize
+    }
+
+    /// The mbuf is a chain of several segments.
+    #[inline]
+    pub fn is_multi_seg(self) -> bool {
+        self.flags & Self::MULTI_SEG != 0
+    }
+
+    /// Frame length over all segments (reads the mbuf header only for a
+    /// chain).
+    #[inline]
+    pub fn pkt_len(self) -> usize {
+        if self.is_multi_seg() {
+            self.mbuf.pkt_len() as usize
+        } else {
+            self.len as usize
+        }
+    }
+
+    /// The frame's first bytes, for a parser, and the frame length: the
+    /// first segment when it holds at least `min(N, frame length)` bytes
+    /// (always so for a single segment: no copy), else the first
+    /// `min(N, frame length)` bytes copied from the chain into `scratch`.
+    #[inline]
+    pub fn head<'a, const N: usize>(&'a self, scratch: &'a mut [u8; N]) -> (&'a [u8], usize) {
+        if !self.is_multi_seg() {
+            return (self.data(), self.len as usize);
+        }
+        self.head_of_chain(scratch)
+    }
+
+    #[inline(never)]
+    fn head_of_chain<'a, const N: usize>(&'a self, scratch: &'a mut [u8; N]) -> (&'a [u8], usize) {
+        let pkt_len = self.mbuf.pkt_len() as usize;
+        if self.len as usize >= N.min(pkt_len) {
+            return (self.data(), pkt_len);
+        }
+        let n = self.mbuf.read_into(&mut scratch[..N.min(pkt_len)]);
+        (&scratch[..n], pkt_len)
+    }
+
+    /// Writes `bytes` at `offset` from the frame start, across segments
+    /// if need be; false (nothing written) when the frame is too short.
+    #[inline]
+    pub fn write_at(&mut self, offset: usize, bytes: &[u8]) -> bool {
+        let Some(end) = offset.checked_add(bytes.len()) else {
+            return false;
+        };
+        if end <= self.len as usize {
+            self.data_mut()[offset..end].copy_from_slice(bytes);
+            return true;
+        }
+        self.is_multi_seg() && self.mbuf.write_at(offset, bytes)
     }
 
     #[inline]
@@ -623,5 +765,113 @@ mod tests {
             };
             assert_eq!(p.data(), &want[..]);
         }
+    }
+
+    /// Three fake segments holding `frame` split at `cuts` (first segment
+    /// `cuts.0` bytes, second `cuts.1`, third the rest), chained.
+    /// Boxed: each header's buf_addr points into its own box.
+    #[allow(clippy::vec_box)]
+    fn chain(frame: &[u8], cuts: (usize, usize)) -> Vec<Box<FakeMbuf>> {
+        let parts = [
+            &frame[..cuts.0],
+            &frame[cuts.0..cuts.0 + cuts.1],
+            &frame[cuts.0 + cuts.1..],
+        ];
+        let mut segs: Vec<Box<FakeMbuf>> = parts
+            .iter()
+            .map(|part| {
+                let mut f = fake(64, part.len() as u16, 1);
+                f.room[64..64 + part.len()].copy_from_slice(part);
+                f
+            })
+            .collect();
+        segs[0].hdr.nb_segs = 3;
+        segs[0].hdr.pkt_len = frame.len() as u32;
+        for i in (0..2).rev() {
+            let next: *mut sys::rte_mbuf = &mut segs[i + 1].hdr;
+            segs[i].hdr.next = next;
+        }
+        segs
+    }
+
+    fn udp_436() -> Vec<u8> {
+        let f = crate::gen::udp_frame(
+            &crate::gen::Flow::nth(5),
+            5,
+            1,
+            440,
+            crate::gen::DEFAULT_SRC_MAC,
+            crate::gen::DEFAULT_DST_MAC,
+        );
+        assert_eq!(f.len(), 436);
+        f
+    }
+
+    #[test]
+    fn chain_head_is_copied_only_when_the_first_segment_is_short() {
+        use crate::wire::{self, FrameClass, PARSE_HEAD_LEN};
+        let frame = udp_436();
+        let whole = wire::parse(&frame);
+        assert_eq!(whole.class, FrameClass::Udp);
+        // First segment shorter than the Ethernet header, the IP header,
+        // the UDP header, the parse head; and one long enough.
+        for first in [1, 10, 13, 20, 40, 100, 127, 128, 300] {
+            let mut segs = chain(&frame, (first, 100));
+            let p = Packet::from_rx(MbufPtr(NonNull::from(&mut segs[0].hdr)));
+            assert!(p.is_multi_seg());
+            assert_eq!((p.len(), p.pkt_len()), (first, frame.len()));
+            let mut scratch = [0u8; PARSE_HEAD_LEN];
+            let (head, len) = p.head(&mut scratch);
+            assert_eq!(len, frame.len());
+            if first >= PARSE_HEAD_LEN {
+                assert_eq!(head.as_ptr(), p.data().as_ptr(), "no copy");
+            }
+            assert_eq!(head, &frame[..head.len()]);
+            assert!(head.len() >= PARSE_HEAD_LEN);
+            assert_eq!(wire::parse_head(head, len), whole, "first segment {first}");
+        }
+        // A chain shorter than the parse head is copied whole.
+        let small = &frame[..90];
+        let mut segs = chain(small, (5, 30));
+        segs[0].hdr.pkt_len = 90;
+        let p = Packet::from_rx(MbufPtr(NonNull::from(&mut segs[0].hdr)));
+        let mut scratch = [0u8; PARSE_HEAD_LEN];
+        let (head, len) = p.head(&mut scratch);
+        assert_eq!((head, len), (small, 90));
+        // A single segment is never copied.
+        let mut f = fake(0, 300, 0);
+        let p = Packet::from_rx(handle(&mut f));
+        assert!(!p.is_multi_seg());
+        assert_eq!(p.pkt_len(), 300);
+        let (head, len) = p.head(&mut scratch);
+        assert_eq!((head.as_ptr(), len), (p.data().as_ptr(), 300));
+    }
+
+    #[test]
+    fn writes_across_segments() {
+        let frame = udp_436();
+        let mut segs = chain(&frame, (4, 5));
+        let mut p = Packet::from_rx(MbufPtr(NonNull::from(&mut segs[0].hdr)));
+        let macs: Vec<u8> = (0xa0..0xac).collect();
+        assert!(p.write_at(0, &macs[..6]));
+        assert!(p.write_at(6, &macs[6..]));
+        let mut out = vec![0u8; frame.len()];
+        assert_eq!(p.mbuf().read_into(&mut out), frame.len());
+        assert_eq!(&out[..12], &macs[..]);
+        assert_eq!(&out[12..], &frame[12..]);
+        assert_eq!(&segs[0].room[64..68], &macs[..4]);
+        assert_eq!(&segs[1].room[64..69], &macs[4..9]);
+        assert_eq!(&segs[2].room[64..67], &macs[9..12]);
+        // Past the end: nothing written.
+        let before = segs[2].room;
+        assert!(!p.write_at(frame.len() - 2, &[0xff; 4]));
+        assert_eq!(segs[2].room, before);
+        assert!(p.write_at(frame.len() - 4, &[0xff; 4]));
+        // A single segment never writes past its data.
+        let mut f = fake(0, 20, 0);
+        let mut p = Packet::from_rx(handle(&mut f));
+        assert!(!p.write_at(18, &[1, 2, 3]));
+        assert!(p.write_at(17, &[1, 2, 3]));
+        assert_eq!(&f.room[17..21], &[1, 2, 3, 20]);
     }
 }

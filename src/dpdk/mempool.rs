@@ -49,6 +49,14 @@ impl Mempool {
         })
     }
 
+    /// Bytes of frame one mbuf of a [`create`](Self::create)d pool holds
+    /// (its data room less the headroom); longer frames take a chain.
+    pub fn mbuf_data_len() -> u32 {
+        // SAFETY: reads a const defined in shim.c.
+        let room = u32::from(unsafe { sys::tqfwd_mbuf_default_buf_size });
+        room - sys::RTE_PKTMBUF_HEADROOM
+    }
+
     pub(crate) fn raw(&self) -> *mut sys::rte_mempool {
         self.raw
     }

@@ -1,7 +1,8 @@
 //! Ethernet ports through the ethdev API — the same calls for `ice`, `mlx5`
 //! and the software PMDs: device info, configure (RSS only when the device
-//! offers it), descriptor adjustment, queue setup, start/stop/close, link,
-//! MAC, counters, and the RX/TX burst calls.
+//! offers it; MTU and RX/TX offloads as the caller decided), descriptor
+//! adjustment, queue setup, start/stop/close, link, MAC, counters, and the
+//! RX/TX burst calls.
 
 use super::mbuf::MbufBurst;
 use super::mempool::Mempool;
@@ -23,7 +24,13 @@ pub struct PortInfo {
     pub tx_desc_max: u16,
     pub flow_type_rss_offloads: u64,
     pub tx_offload_capa: u64,
+    pub rx_offload_capa: u64,
     pub reta_size: u16,
+    /// MTU range the device accepts.
+    pub min_mtu: u16,
+    pub max_mtu: u16,
+    /// Largest frame the device receives (MTU + its L2 overhead).
+    pub max_rx_pktlen: u32,
 }
 
 /// Link state.
@@ -56,6 +63,18 @@ pub fn rss_hf_wanted() -> u64 {
 pub fn tx_offload_fast_free() -> u64 {
     // SAFETY: reads a const defined in shim.c.
     unsafe { sys::tqfwd_tx_offload_mbuf_fast_free }
+}
+
+/// `RTE_ETH_RX_OFFLOAD_SCATTER`.
+pub fn rx_offload_scatter() -> u64 {
+    // SAFETY: reads a const defined in shim.c.
+    unsafe { sys::tqfwd_rx_offload_scatter }
+}
+
+/// `RTE_ETH_TX_OFFLOAD_MULTI_SEGS`.
+pub fn tx_offload_multi_segs() -> u64 {
+    // SAFETY: reads a const defined in shim.c.
+    unsafe { sys::tqfwd_tx_offload_multi_segs }
 }
 
 /// DPDK's value of RTE_MBUF_F_RX_RSS_HASH (for checking our constant).
@@ -147,20 +166,28 @@ impl Port {
             tx_desc_max: info.tx_desc_lim.nb_max,
             flow_type_rss_offloads: info.flow_type_rss_offloads,
             tx_offload_capa: info.tx_offload_capa,
+            rx_offload_capa: info.rx_offload_capa,
             reta_size: info.reta_size,
+            min_mtu: info.min_mtu,
+            max_mtu: info.max_mtu,
+            max_rx_pktlen: info.max_rx_pktlen,
         })
     }
 
     /// `rte_eth_dev_configure` with `rss_hf` != 0 enabling RSS over those
-    /// hash functions.
+    /// hash functions; `mtu` 0 leaves the device's default MTU.
     pub fn configure(
         self,
         rx_queues: u16,
         tx_queues: u16,
         rss_hf: u64,
+        mtu: u32,
+        rx_offloads: u64,
         tx_offloads: u64,
     ) -> Result<(), DpdkError> {
         let mut conf = sys::rte_eth_conf::default();
+        conf.rxmode.mtu = mtu;
+        conf.rxmode.offloads = rx_offloads;
         if rss_hf != 0 {
             conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
             conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();

@@ -29,3 +29,5 @@ extern const uint64_t tqfwd_rss_hf_ip_tcp_udp;
 extern const uint64_t tqfwd_mbuf_f_rx_rss_hash;
 extern const uint64_t tqfwd_tx_offload_mbuf_fast_free;
 extern const uint16_t tqfwd_mbuf_default_buf_size;
+extern const uint64_t tqfwd_rx_offload_scatter;
+extern const uint64_t tqfwd_tx_offload_multi_segs;

@@ -21,7 +21,9 @@
 //! Example: `--class kv:udp,dst-port=8080:2-3`.
 //!
 //! Matching never panics and never reads past the frame (it reads through
-//! `wire::parse`'s offsets with bounds-checked slices).
+//! `wire::parse`'s offsets with bounds-checked slices). A frame spread over
+//! several mbufs is matched on its head (`wire::parse_head`), which holds
+//! every field a class can name.
 
 use crate::cli::parse_corelist;
 use crate::dpdk::flow::FlowPattern;

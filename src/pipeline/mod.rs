@@ -13,6 +13,7 @@
 
 pub mod classes;
 pub mod clock;
+pub mod frames;
 pub mod handoff;
 pub mod lifecycle;
 pub mod rate;
@@ -331,6 +332,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
 
     // --- ports: check limits before touching anything ---
     let mut infos: Vec<PortInfo> = Vec::new();
+    let mut frame_plans: Vec<frames::FramePlan> = Vec::new();
     for (i, port) in ports.iter().enumerate() {
         let info = port.info()?;
         if port.id() as usize != i {
@@ -351,8 +353,13 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 info.driver, info.max_tx_queues
             )));
         }
+        frame_plans.push(
+            frames::plan(opts.max_frame, i, &info, Mempool::mbuf_data_len())
+                .map_err(RunError::Usage)?,
+        );
         infos.push(info);
     }
+    let any_chained = frame_plans.iter().any(|p| p.chained);
 
     // NUMA affinity table: each port's socket and the sockets of the lcores
     // serving it (RX, TX); a row whose sockets differ is a warning.
@@ -524,12 +531,16 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         } else {
             0
         };
+        // Chains received on any port leave by every port.
+        let multi_segs = frames::tx_offloads(any_chained, info);
+        let plan = &frame_plans[i];
         let (r, t) = bring_up(
             *port,
             n_rx + n_class_q,
             n_tx,
             rss_hf,
-            fast_free,
+            plan,
+            fast_free | multi_segs,
             opts,
             psock,
             pool_for(psock),
@@ -554,7 +565,8 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                         n_rx,
                         n_tx,
                         rss_hf,
-                        fast_free,
+                        plan,
+                        fast_free | multi_segs,
                         opts,
                         psock,
                         pool_for(psock),
@@ -569,13 +581,16 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             log::warn!("port {i}: promiscuous mode not enabled ({e})");
         }
         log::info!(
-            "port {i}: {} ({}), socket {psock}, mac {}, {} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}, MBUF_FAST_FREE {}",
+            "port {i}: {} ({}), socket {psock}, mac {}, {} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}, MBUF_FAST_FREE {}, max frame {} in {}{}",
             info.name,
             info.driver,
             mac_string(&macs[i]),
             n_rx + if class_queues[i] { classes.len() } else { 0 },
             if rss_hf != 0 { "on" } else { "off" },
-            if fast_free != 0 { "on" } else { "off" }
+            if fast_free != 0 { "on" } else { "off" },
+            plan.max_frame,
+            plan.describe(),
+            if multi_segs != 0 { ", TX MULTI_SEGS on" } else { "" }
         );
     }
     wait_for_links(&ports, opts.link_timeout);
@@ -1006,20 +1021,29 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     })
 }
 
-/// Configures `port` with `n_rxq` RX and `n_tx` TX queues, sets them up
-/// and starts it; returns the adjusted (RX, TX) descriptor counts.
+/// Configures `port` with `n_rxq` RX and `n_tx` TX queues (MTU and RX
+/// scatter as `plan` says), sets them up and starts it; returns the
+/// adjusted (RX, TX) descriptor counts.
 #[allow(clippy::too_many_arguments)]
 fn bring_up(
     port: Port,
     n_rxq: usize,
     n_tx: usize,
     rss_hf: u64,
+    plan: &frames::FramePlan,
     tx_offloads: u64,
     opts: &Options,
     socket: i32,
     pool: &Mempool,
 ) -> Result<(u16, u16), RunError> {
-    port.configure(n_rxq as u16, n_tx as u16, rss_hf, tx_offloads)?;
+    port.configure(
+        n_rxq as u16,
+        n_tx as u16,
+        rss_hf,
+        plan.mtu,
+        plan.rx_offloads,
+        tx_offloads,
+    )?;
     let (mut r, mut t) = (opts.rx_desc, opts.tx_desc);
     port.adjust_descriptors(&mut r, &mut t)?;
     for q in 0..n_rxq {

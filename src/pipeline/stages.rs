@@ -286,6 +286,9 @@ impl RxStage {
             }
             let now = rx_now;
             let mut since_sample = self.since_sample;
+            // Headers of a frame whose first segment is too short to hold
+            // them are copied here (see Packet::head).
+            let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
             let mut to_packet = |m: &mut dpdk::MbufPtr| {
                 let mut p = Packet::from_rx(*m);
                 if let Some((field, sample)) = stamp {
@@ -305,9 +308,9 @@ impl RxStage {
                 let mut per_class = [0u64; MAX_APP_CLASSES + 1];
                 for m in self.rx.as_mut_slice() {
                     let p = to_packet(m);
-                    let data = p.data();
-                    let info = wire::parse(data);
-                    let key = classes::flow_key(data, &info);
+                    let (head, frame_len) = p.head(&mut scratch);
+                    let info = wire::parse_head(head, frame_len);
+                    let key = classes::flow_key(head, &info);
                     let class = self
                         .classes
                         .iter()
@@ -336,7 +339,10 @@ impl RxStage {
                     let p = to_packet(m);
                     let hash = match m.rss_hash() {
                         Some(h) => h,
-                        None => wire::flow_hash(p.data()),
+                        None => {
+                            let (head, frame_len) = p.head(&mut scratch);
+                            wire::parse_head(head, frame_len).flow_hash
+                        }
                     };
                     let _ = self.buckets[reduce(hash, self.n_workers)].push(p);
                 }
@@ -483,15 +489,23 @@ impl WorkerStage {
         let rewrite = self.rewrite;
         let work_cycles = self.work_cycles;
         let mut class_counts = [0u64; 6];
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
         let runts = self.inbuf.retain_or_free(|m| {
-            let info = wire::parse(m.data());
+            let (head, frame_len) = m.head(&mut scratch);
+            let info = wire::parse_head(head, frame_len);
             class_counts[info.class.index()] += 1;
             if info.class == FrameClass::Runt {
                 return false;
             }
             if rewrite {
                 let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
-                wire::rewrite_macs(m.data_mut(), &map.dst_mac[out], &map.src_mac[out]);
+                let (dst, src) = (&map.dst_mac[out], &map.src_mac[out]);
+                // A chain whose first segment is shorter than an Ethernet
+                // header gets its MACs written across segments.
+                if !wire::rewrite_macs(m.data_mut(), dst, src) {
+                    m.write_at(0, dst);
+                    m.write_at(6, src);
+                }
             }
             if work_cycles != 0 {
                 let start = dpdk::rdtsc_inline();

@@ -39,8 +39,9 @@ pub fn prefix_mask(len: u8) -> u32 {
 /// Ethernet padding is excluded from [`payload`](Self::payload)).
 ///
 /// Only constructible through [`Ipv4Packet::new_checked`], which validates
-/// version, IHL and total length against the slice, so accessors never read
-/// out of bounds.
+/// version, IHL and total length against the slice, or
+/// [`Ipv4Packet::new_checked_in`] for a packet only partly in view (the
+/// header always is), so accessors never read out of bounds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ipv4Packet<'a> {
     buf: &'a [u8],
@@ -52,7 +53,18 @@ impl<'a> Ipv4Packet<'a> {
     /// Returns the total length on success.
     #[inline]
     pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
-        if buf.len() < IPV4_MIN_HDR_LEN {
+        Self::check_len_in(buf, buf.len())
+    }
+
+    /// [`check_len`](Self::check_len) for a packet of `avail` bytes of which
+    /// only the first `head.len()` are in view (a frame spread over several
+    /// buffers): the header must be in `head`, total_length is checked
+    /// against `avail`.
+    #[inline]
+    pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
+        let buf = head;
+        let avail = avail.max(head.len());
+        if avail < IPV4_MIN_HDR_LEN || buf.len() < IPV4_MIN_HDR_LEN {
             return Err(WireError::Truncated);
         }
         if buf[0] >> 4 != 4 {
@@ -69,7 +81,7 @@ impl<'a> Ipv4Packet<'a> {
         if total < hdr_len {
             return Err(WireError::Malformed);
         }
-        if total > buf.len() {
+        if total > avail {
             return Err(WireError::Truncated);
         }
         Ok(total)
@@ -82,13 +94,26 @@ impl<'a> Ipv4Packet<'a> {
         Ok(Ipv4Packet { buf: &buf[..total] })
     }
 
+    /// Wraps the part of a packet in view, after
+    /// [`check_len_in`](Self::check_len_in): the view ends at total_length
+    /// or at the end of `head`, whichever comes first, so
+    /// [`payload`](Self::payload) may be shorter than `total_len()` says.
+    #[inline]
+    pub fn new_checked_in(head: &'a [u8], avail: usize) -> Result<Self, WireError> {
+        let total = Self::check_len_in(head, avail)?;
+        Ok(Ipv4Packet {
+            buf: &head[..total.min(head.len())],
+        })
+    }
+
     /// Header length in bytes (IHL * 4).
     #[inline]
     pub fn header_len(&self) -> usize {
         usize::from(self.buf[0] & 0x0f) * 4
     }
 
-    /// Total length field (equals the length of this view).
+    /// Total length field (the length of this view, unless it was built
+    /// with [`new_checked_in`](Self::new_checked_in) over a partial head).
     #[inline]
     pub fn total_len(&self) -> u16 {
         be16(self.buf, 2)
@@ -168,7 +193,8 @@ impl<'a> Ipv4Packet<'a> {
         &self.buf[..self.header_len()]
     }
 
-    /// Payload bytes (header_len..total_len).
+    /// Payload bytes in view (header_len..total_len, or to the end of the
+    /// head given to [`new_checked_in`](Self::new_checked_in)).
     #[inline]
     pub fn payload(&self) -> &'a [u8] {
         &self.buf[self.header_len()..]

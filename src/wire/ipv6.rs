@@ -14,7 +14,9 @@ const FRAG_HDR_LEN: usize = 8;
 /// Zero-copy view of an IPv6 packet, trimmed to 40 + payload_length
 /// (trailing Ethernet padding excluded).
 ///
-/// Only constructible through [`Ipv6Packet::new_checked`].
+/// Only constructible through [`Ipv6Packet::new_checked`], or
+/// [`Ipv6Packet::new_checked_in`] for a packet only partly in view (the
+/// 40-byte header always is).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Ipv6Packet<'a> {
     buf: &'a [u8],
@@ -41,6 +43,16 @@ impl<'a> Ipv6Packet<'a> {
     /// Returns 40 + payload_length.
     #[inline]
     pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
+        Self::check_len_in(buf, buf.len())
+    }
+
+    /// [`check_len`](Self::check_len) for a packet of `avail` bytes of which
+    /// only `head` is in view: the header must be in `head`, payload_length
+    /// is checked against `avail`.
+    #[inline]
+    pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
+        let buf = head;
+        let avail = avail.max(head.len());
         if buf.len() < IPV6_HDR_LEN {
             return Err(WireError::Truncated);
         }
@@ -48,7 +60,7 @@ impl<'a> Ipv6Packet<'a> {
             return Err(WireError::Malformed);
         }
         let total = IPV6_HDR_LEN + usize::from(be16(buf, 4));
-        if total > buf.len() {
+        if total > avail {
             return Err(WireError::Truncated);
         }
         Ok(total)
@@ -59,6 +71,17 @@ impl<'a> Ipv6Packet<'a> {
     pub fn new_checked(buf: &'a [u8]) -> Result<Self, WireError> {
         let total = Self::check_len(buf)?;
         Ok(Ipv6Packet { buf: &buf[..total] })
+    }
+
+    /// Wraps the part of a packet in view, after
+    /// [`check_len_in`](Self::check_len_in): the view ends at 40 +
+    /// payload_length or at the end of `head`, whichever comes first.
+    #[inline]
+    pub fn new_checked_in(head: &'a [u8], avail: usize) -> Result<Self, WireError> {
+        let total = Self::check_len_in(head, avail)?;
+        Ok(Ipv6Packet {
+            buf: &head[..total.min(head.len())],
+        })
     }
 
     /// Traffic class.
@@ -110,7 +133,8 @@ impl<'a> Ipv6Packet<'a> {
         &self.buf[IPV6_HDR_LEN..]
     }
 
-    /// The packet as validated (header + payload, no padding).
+    /// The packet in view (header + payload, no padding; only the part in
+    /// view for [`new_checked_in`](Self::new_checked_in)).
     #[inline]
     pub fn as_bytes(&self) -> &'a [u8] {
         self.buf
@@ -118,11 +142,15 @@ impl<'a> Ipv6Packet<'a> {
 
     /// Walks hop-by-hop, routing, destination-options and fragment headers,
     /// at most [`MAX_EXT_HEADERS`] of them. A header running past the payload
-    /// is [`WireError::Truncated`]. Stops at a non-first fragment.
+    /// is [`WireError::Truncated`]. Stops at a non-first fragment, and at a
+    /// header that is inside the payload but not in view (a partial view
+    /// from [`new_checked_in`](Self::new_checked_in)): then, as when the
+    /// bound is hit, `protocol` is that unwalked header's number.
     #[inline]
     pub fn upper_layer(&self) -> Result<Ipv6Upper, WireError> {
         let b = self.buf;
-        let end = b.len();
+        // The packet's end (the view may stop earlier, see new_checked_in).
+        let end = IPV6_HDR_LEN + usize::from(self.payload_len());
         let mut nh = self.next_header();
         let mut off = IPV6_HDR_LEN;
         let mut fragmented = false;
@@ -131,6 +159,9 @@ impl<'a> Ipv6Packet<'a> {
                 protocol::HOPOPT | protocol::IPV6_ROUTE | protocol::IPV6_OPTS => {
                     if end < off + 2 {
                         return Err(WireError::Truncated);
+                    }
+                    if b.len() < off + 2 {
+                        break; // present, but not in view
                     }
                     let len = (usize::from(b[off + 1]) + 1) * 8;
                     if end < off + len {
@@ -142,6 +173,9 @@ impl<'a> Ipv6Packet<'a> {
                 protocol::IPV6_FRAG => {
                     if end < off + FRAG_HDR_LEN {
                         return Err(WireError::Truncated);
+                    }
+                    if b.len() < off + 4 {
+                        break; // present, but not in view
                     }
                     let frag = be16(b, off + 2);
                     nh = b[off];

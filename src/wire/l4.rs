@@ -21,8 +21,17 @@ impl<'a> UdpPacket<'a> {
     /// field in `[8, buf.len()]`. Returns the length field.
     #[inline]
     pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
-        let len = Self::check_header(buf)?;
-        if len > buf.len() {
+        Self::check_len_in(buf, buf.len())
+    }
+
+    /// [`check_len`](Self::check_len) for a payload of `avail` bytes of
+    /// which only the first `head.len()` are in view (a frame spread over
+    /// several buffers): the header is read from `head`, the length field
+    /// is checked against `avail`.
+    #[inline]
+    pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
+        let len = Self::check_header(head)?;
+        if len > avail.max(head.len()) {
             return Err(WireError::Malformed);
         }
         Ok(len)
@@ -110,11 +119,19 @@ impl<'a> TcpPacket<'a> {
     /// in `[20, buf.len()]`. Returns the header length.
     #[inline]
     pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
-        if buf.len() < TCP_MIN_HDR_LEN {
+        Self::check_len_in(buf, buf.len())
+    }
+
+    /// [`check_len`](Self::check_len) for a payload of `avail` bytes of
+    /// which only `head` is in view: the 20-byte header is read from
+    /// `head`, the data offset is checked against `avail`.
+    #[inline]
+    pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
+        if head.len() < TCP_MIN_HDR_LEN {
             return Err(WireError::Truncated);
         }
-        let hdr_len = usize::from(buf[12] >> 4) * 4;
-        if hdr_len < TCP_MIN_HDR_LEN || hdr_len > buf.len() {
+        let hdr_len = usize::from(head[12] >> 4) * 4;
+        if hdr_len < TCP_MIN_HDR_LEN || hdr_len > avail.max(head.len()) {
             return Err(WireError::Malformed);
         }
         Ok(hdr_len)

@@ -13,6 +13,12 @@
 //! Hot path: [`parse`], [`flow_hash`] and [`rewrite_macs`] run once per packet
 //! in the forwarder. They do not allocate, log or format, and are `#[inline]`.
 //!
+//! Frames spread over several buffers (multi-segment mbufs): [`parse_head`]
+//! reads headers from the first bytes only (the first buffer, or its first
+//! [`PARSE_HEAD_LEN`] bytes copied out) and checks lengths against the whole
+//! frame's length, so such a frame gets the class and hash it would get in
+//! one buffer.
+//!
 //! # Classification rules
 //! * fewer than 14 bytes → `Runt`;
 //! * up to two VLAN tags (TPID 0x8100, 0x88a8, 0x9100) are walked; a tag cut
@@ -143,12 +149,13 @@ impl fmt::Display for FrameClass {
 
 /// What [`parse`] found.
 ///
-/// Offsets are from the start of the frame and always `<= frame.len()`:
+/// Offsets are from the start of the frame and always `<= frame.len()`
+/// (for [`parse_head`], `<= head.len()`: what they point at is in view):
 /// * `l3_offset`: start of the L3 header (14 + 4 * vlan_tags) whenever the
 ///   L2 header was complete (every class but `Runt` and a truncated VLAN
 ///   tag, where it is 0);
 /// * `l4_offset`: start of the UDP/TCP header, non-zero only for `Udp`/`Tcp`
-///   (then at least 8 / 20 bytes are present there).
+///   (then at least 8 / 20 bytes are present there, in view).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameInfo {
     /// Classification.
@@ -275,31 +282,90 @@ fn info(class: FrameClass, l2: &L2Header, l3: usize, l4: usize, flow_hash: u32) 
 #[inline]
 #[must_use]
 pub fn parse(frame: &[u8]) -> FrameInfo {
-    if frame.len() < ETH_HDR_LEN {
+    parse_head(frame, frame.len())
+}
+
+/// [`parse`] for a frame of `frame_len` bytes of which only the first
+/// `head.len()` are in view (a frame spread over several buffers: `head` is
+/// its first buffer, or its first bytes copied out).
+///
+/// Length checks use `frame_len`; header bytes are read from `head` only.
+/// With `head` holding at least `min(frame_len, PARSE_HEAD_LEN)` bytes the
+/// result equals `parse` of the whole frame, except that a header starting
+/// beyond `head` (possible only after IPv6 extension headers) is not
+/// looked into: the frame is then `OtherIp` with the (src, dst, proto)
+/// hash, `proto` being the unread header's number. A shorter `head` gives
+/// some class but never a panic or a read outside it. `frame_len` below
+/// `head.len()` counts as `head.len()`.
+#[inline]
+#[must_use]
+pub fn parse_head(head: &[u8], frame_len: usize) -> FrameInfo {
+    let len = frame_len.max(head.len());
+    if len < ETH_HDR_LEN {
         return FrameInfo::RUNT;
     }
-    let (l2, truncated) = ethernet::walk_vlans(frame);
+    if head.len() < ETH_HDR_LEN {
+        // Not even the Ethernet header in view (head shorter than asked).
+        return FrameInfo {
+            class: FrameClass::Malformed,
+            ..FrameInfo::RUNT
+        };
+    }
+    let (l2, truncated) = ethernet::walk_vlans(head);
     if truncated {
         return info(
             FrameClass::Malformed,
             &l2,
             0,
             0,
-            hash_l2(frame, l2.ethertype),
+            hash_l2(head, l2.ethertype),
         );
     }
     let l3 = l2.l3_offset;
     match l2.ethertype {
-        ethertype::IPV4 => parse_ipv4(frame, &l2),
-        ethertype::IPV6 => parse_ipv6(frame, &l2),
-        et => info(FrameClass::NonIp, &l2, l3, 0, hash_l2(frame, et)),
+        ethertype::IPV4 => parse_ipv4(head, len, &l2),
+        ethertype::IPV6 => parse_ipv6(head, len, &l2),
+        et => info(FrameClass::NonIp, &l2, l3, 0, hash_l2(head, et)),
+    }
+}
+
+/// Bytes from the frame start that [`parse_head`] needs in view to see
+/// every header it classifies by (22 bytes of L2, a 60-byte IPv4 header or
+/// the 40-byte IPv6 one, a 20-byte TCP header), with room for IPv6
+/// extension headers.
+pub const PARSE_HEAD_LEN: usize = 128;
+
+/// The class an IP payload's L4 header gives: `head` is the payload in
+/// view, `avail` its real length; `first_fragment`: the UDP length field
+/// covers the whole datagram, so it is not checked against `avail`. A
+/// header that is present but not in view makes `OtherIp`.
+#[inline]
+fn l4_class(proto: u8, head: &[u8], avail: usize, first_fragment: bool) -> FrameClass {
+    let (need, class) = match proto {
+        protocol::UDP => (l4::UDP_HDR_LEN, FrameClass::Udp),
+        protocol::TCP => (l4::TCP_MIN_HDR_LEN, FrameClass::Tcp),
+        _ => return FrameClass::OtherIp,
+    };
+    if head.len() < need && avail >= need {
+        return FrameClass::OtherIp;
+    }
+    let ok = match proto {
+        protocol::UDP if first_fragment => UdpPacket::check_header(head).is_ok(),
+        protocol::UDP => UdpPacket::check_len_in(head, avail).is_ok(),
+        _ => TcpPacket::check_len_in(head, avail).is_ok(),
+    };
+    if ok {
+        class
+    } else {
+        FrameClass::Malformed
     }
 }
 
 #[inline]
-fn parse_ipv4(frame: &[u8], l2: &L2Header) -> FrameInfo {
+fn parse_ipv4(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
     let l3 = l2.l3_offset;
-    let ip = match Ipv4Packet::new_checked(&frame[l3..]) {
+    // walk_vlans kept l3 <= head.len() <= len.
+    let ip = match Ipv4Packet::new_checked_in(&head[l3..], len - l3) {
         Ok(ip) => ip,
         Err(_) => {
             return info(
@@ -307,7 +373,7 @@ fn parse_ipv4(frame: &[u8], l2: &L2Header) -> FrameInfo {
                 l2,
                 l3,
                 0,
-                hash_l2(frame, l2.ethertype),
+                hash_l2(head, l2.ethertype),
             )
         }
     };
@@ -318,40 +384,24 @@ fn parse_ipv4(frame: &[u8], l2: &L2Header) -> FrameInfo {
     }
     let first_frag = ip.more_frags();
     let payload = ip.payload();
-    let l4 = l3 + ip.header_len();
-    let class = match proto {
-        protocol::UDP => {
-            let ok = if first_frag {
-                UdpPacket::check_header(payload)
-            } else {
-                UdpPacket::check_len(payload)
-            };
-            if ok.is_err() {
-                return info(FrameClass::Malformed, l2, l3, 0, h3());
-            }
-            FrameClass::Udp
-        }
-        protocol::TCP => {
-            if TcpPacket::check_len(payload).is_err() {
-                return info(FrameClass::Malformed, l2, l3, 0, h3());
-            }
-            FrameClass::Tcp
-        }
-        _ => return info(FrameClass::OtherIp, l2, l3, 0, h3()),
-    };
+    let payload_len = usize::from(ip.total_len()) - ip.header_len();
+    let class = l4_class(proto, payload, payload_len, first_frag);
+    if !matches!(class, FrameClass::Udp | FrameClass::Tcp) {
+        return info(class, l2, l3, 0, h3());
+    }
     let h = if first_frag {
         h3()
     } else {
-        // check_len above guaranteed 8 (UDP) / 20 (TCP) bytes at payload[0..].
+        // l4_class saw 8 (UDP) / 20 (TCP) bytes in view at payload[0..].
         hash_v4(src, dst, proto, be32(payload, 0))
     };
-    info(class, l2, l3, l4, h)
+    info(class, l2, l3, l3 + ip.header_len(), h)
 }
 
 #[inline]
-fn parse_ipv6(frame: &[u8], l2: &L2Header) -> FrameInfo {
+fn parse_ipv6(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
     let l3 = l2.l3_offset;
-    let ip = match Ipv6Packet::new_checked(&frame[l3..]) {
+    let ip = match Ipv6Packet::new_checked_in(&head[l3..], len - l3) {
         Ok(ip) => ip,
         Err(_) => {
             return info(
@@ -359,7 +409,7 @@ fn parse_ipv6(frame: &[u8], l2: &L2Header) -> FrameInfo {
                 l2,
                 l3,
                 0,
-                hash_l2(frame, l2.ethertype),
+                hash_l2(head, l2.ethertype),
             )
         }
     };
@@ -376,28 +426,14 @@ fn parse_ipv6(frame: &[u8], l2: &L2Header) -> FrameInfo {
     if up.non_first_fragment {
         return info(FrameClass::OtherIp, l2, l3, 0, h3());
     }
-    // upper_layer guarantees up.offset <= packet length.
-    let payload = &ip.as_bytes()[up.offset..];
-    let class = match proto {
-        protocol::UDP => {
-            let ok = if up.fragmented {
-                UdpPacket::check_header(payload)
-            } else {
-                UdpPacket::check_len(payload)
-            };
-            if ok.is_err() {
-                return info(FrameClass::Malformed, l2, l3, 0, h3());
-            }
-            FrameClass::Udp
-        }
-        protocol::TCP => {
-            if TcpPacket::check_len(payload).is_err() {
-                return info(FrameClass::Malformed, l2, l3, 0, h3());
-            }
-            FrameClass::Tcp
-        }
-        _ => return info(FrameClass::OtherIp, l2, l3, 0, h3()),
-    };
+    // upper_layer guarantees up.offset <= the packet's length; the view
+    // may end before it.
+    let payload = ip.as_bytes().get(up.offset..).unwrap_or(&[]);
+    let payload_len = ipv6::IPV6_HDR_LEN + usize::from(ip.payload_len()) - up.offset;
+    let class = l4_class(proto, payload, payload_len, up.fragmented);
+    if !matches!(class, FrameClass::Udp | FrameClass::Tcp) {
+        return info(class, l2, l3, 0, h3());
+    }
     let h = if up.fragmented {
         h3()
     } else {

@@ -97,7 +97,71 @@ fn check(frame: &[u8]) -> FrameInfo {
     if i.class != FrameClass::Runt && i.l3_offset != 0 {
         assert_eq!(usize::from(i.l3_offset), 14 + 4 * usize::from(i.vlan_tags));
     }
+    check_heads(frame, &i);
     i
+}
+
+/// parse_head over the frame's first `h` bytes, as when the frame is spread
+/// over several buffers: equal to `full` whenever the head holds
+/// PARSE_HEAD_LEN bytes (except a header beyond it: then other IP), and
+/// never a read outside the head whatever its length.
+fn check_heads(frame: &[u8], full: &FrameInfo) {
+    let n = frame.len();
+    let heads = [
+        0,
+        1,
+        13,
+        14,
+        18,
+        20,
+        30,
+        34,
+        40,
+        54,
+        60,
+        64,
+        80,
+        100,
+        PARSE_HEAD_LEN - 1,
+        PARSE_HEAD_LEN,
+        PARSE_HEAD_LEN + 1,
+        n / 2,
+        n.saturating_sub(1),
+    ];
+    for h in heads {
+        if h > n {
+            continue;
+        }
+        let j = parse_head(&frame[..h], n);
+        if j.class != FrameClass::Runt {
+            assert!(n >= ETH_HDR_LEN);
+        }
+        assert!(usize::from(j.l3_offset) <= h, "{j:?} head {h}");
+        match j.class {
+            FrameClass::Udp => assert!(usize::from(j.l4_offset) + 8 <= h),
+            FrameClass::Tcp => assert!(usize::from(j.l4_offset) + 20 <= h),
+            _ => assert_eq!(j.l4_offset, 0),
+        }
+        if h < PARSE_HEAD_LEN.min(n) {
+            continue; // below the contract: any class, no panic
+        }
+        if j != *full {
+            let et = u16::from_be_bytes([frame[12], frame[13]]);
+            let l3 = usize::from(j.l3_offset);
+            assert!(
+                j.class == FrameClass::OtherIp
+                    && (et == 0x86dd || is_vlan_tpid(et))
+                    && frame[l3] >> 4 == 6,
+                "head {h} of {n}: {j:?} != {full:?}"
+            );
+        }
+    }
+    // A head that is the frame's first buffer of a longer chain: the same
+    // bytes with more behind them never make a valid L4 header invalid.
+    let j = parse_head(frame, n + 1000);
+    if matches!(full.class, FrameClass::Udp | FrameClass::Tcp) {
+        assert_eq!(j.class, full.class, "{frame:02x?}");
+    }
 }
 
 fn class(frame: &[u8]) -> FrameClass {
@@ -692,4 +756,69 @@ fn oversized_frames() {
     let i = check(&eth(&[0x88a8, 0x8100], 0x86dd, &b));
     assert_eq!(i.class, FrameClass::Udp);
     assert_eq!(usize::from(i.l4_offset), 22 + 40 + 8 * 2048);
+}
+
+#[test]
+fn headers_spread_over_buffers() {
+    // A 9000-byte IPv4/UDP frame seen through its first 128 bytes: length
+    // checks use the frame length, so it is UDP with its 5-tuple hash.
+    let f = eth(&[], 0x0800, &ipv4(17, &udp(1024, 9000, &vec![7; 8958])));
+    assert_eq!(f.len(), 9000);
+    let full = check(&f);
+    assert_eq!(full.class, FrameClass::Udp);
+    assert_eq!(parse_head(&f[..PARSE_HEAD_LEN], f.len()), full);
+    assert_eq!(parse_head(&f[..2048], f.len()), full);
+    // The same bytes believed to be the whole frame: the IP total length
+    // runs past them.
+    assert_eq!(
+        parse_head(&f[..PARSE_HEAD_LEN], PARSE_HEAD_LEN).class,
+        FrameClass::Malformed
+    );
+    // Lengths are still checked against the real frame: a total length
+    // beyond it, a UDP length beyond the IP payload.
+    let mut bad = f.clone();
+    bad[16..18].copy_from_slice(&9100u16.to_be_bytes());
+    assert_eq!(
+        parse_head(&bad[..PARSE_HEAD_LEN], bad.len()).class,
+        FrameClass::Malformed
+    );
+    let mut bad = f.clone();
+    bad[38..40].copy_from_slice(&8970u16.to_be_bytes());
+    assert_eq!(
+        parse_head(&bad[..PARSE_HEAD_LEN], bad.len()).class,
+        FrameClass::Malformed
+    );
+    // IPv6 with VLAN tags and TCP.
+    let f = eth(
+        &[0x88a8, 0x8100],
+        0x86dd,
+        &ipv6(6, &tcp(80, 443, 3, &vec![1; 7000])),
+    );
+    let full = check(&f);
+    assert_eq!(full.class, FrameClass::Tcp);
+    assert_eq!(parse_head(&f[..PARSE_HEAD_LEN], f.len()), full);
+    // IPv6 extension headers running beyond the head: not looked into,
+    // other IP hashed on (src, dst, the unread header's number).
+    let mut pl = vec![60u8, 20]; // hop-by-hop, 168 bytes
+    pl.resize(168, 0);
+    pl.extend_from_slice(&[17, 0, 0, 0, 0, 0, 0, 0]); // dest opts → UDP
+    pl.extend_from_slice(&udp(1, 2, &vec![0; 3000]));
+    let f = eth(&[], 0x86dd, &ipv6(0, &pl));
+    assert_eq!(check(&f).class, FrameClass::Udp);
+    let j = parse_head(&f[..PARSE_HEAD_LEN], f.len());
+    assert_eq!(j.class, FrameClass::OtherIp);
+    let mut src = [0u8; 16];
+    let mut dst = [0u8; 16];
+    src.copy_from_slice(&f[22..38]);
+    dst.copy_from_slice(&f[38..54]);
+    assert_eq!(j.flow_hash, hash_v6(&src, &dst, 60, 0));
+    // ...but an extension header cut short by the frame's end is still
+    // malformed, whether or not it is in view.
+    let mut cut = eth(&[], 0x86dd, &ipv6(0, &pl));
+    cut[18..20].copy_from_slice(&100u16.to_be_bytes());
+    cut.truncate(14 + 40 + 100);
+    assert_eq!(
+        parse_head(&cut[..PARSE_HEAD_LEN], cut.len()).class,
+        FrameClass::Malformed
+    );
 }
