@@ -140,6 +140,7 @@ mod tests {
             port: 0,
             name: "p".into(),
             driver: driver.into(),
+            devargs: String::new(),
             socket: 0,
             max_rx_queues: 1,
             max_tx_queues: 1,
