@@ -220,6 +220,10 @@ pub struct PortReport {
     pub hw_opackets: u64,
     pub hw_imissed: u64,
     pub hw_rx_nombuf: u64,
+    /// Frames the PMD received but found erroneous (`ierrors`).
+    pub hw_ierrors: u64,
+    /// Frames the PMD failed to transmit (`oerrors`).
+    pub hw_oerrors: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -381,9 +385,9 @@ impl Report {
         s.push('\n');
         for p in &self.ports {
             s.push_str(&format!(
-                "  port {} ({}, {}, socket {}, mac {}) -> port {}: rx {} tx {} rx_queues {:?} hw: ipackets {} opackets {} imissed {} rx_nombuf {}\n",
+                "  port {} ({}, {}, socket {}, mac {}) -> port {}: rx {} tx {} rx_queues {:?} hw: ipackets {} opackets {} imissed {} rx_nombuf {} ierrors {} oerrors {}\n",
                 p.port, p.name, p.driver, p.socket, p.mac, p.peer_port, p.rx_packets, p.tx_packets, p.rx_queues,
-                p.hw_ipackets, p.hw_opackets, p.hw_imissed, p.hw_rx_nombuf
+                p.hw_ipackets, p.hw_opackets, p.hw_imissed, p.hw_rx_nombuf, p.hw_ierrors, p.hw_oerrors
             ));
         }
         for l in &self.lcores {

@@ -845,6 +845,8 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             hw_opackets: hw.opackets,
             hw_imissed: hw.imissed,
             hw_rx_nombuf: hw.rx_nombuf,
+            hw_ierrors: hw.ierrors,
+            hw_oerrors: hw.oerrors,
         });
     }
     open_ports.close_all();
