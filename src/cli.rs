@@ -131,7 +131,7 @@ pub struct Options {
     #[arg(long)]
     pub no_mac_rewrite: bool,
 
-    /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM
+    /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM/SIGHUP/SIGQUIT (SIGUSR1 logs the totals)
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
 
@@ -143,7 +143,7 @@ pub struct Options {
     #[arg(long, value_name = "PATH")]
     pub stats_json: Option<PathBuf>,
 
-    /// Busy-loop this many TSC cycles per packet in the worker (simulated per-packet work)
+    /// Busy-loop this many TSC cycles per packet in the worker (simulated per-packet work; skipped once a stop is requested)
     #[arg(
         allow_negative_numbers = true,
         long,

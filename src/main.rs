@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         Err(Err(line)) => return usage_error(&line),
     };
 
-    // Before EAL init, so a SIGINT/SIGTERM that arrives while EAL starts is
+    // Before EAL init, so a stop signal that arrives while EAL starts is
     // not fatal: the run then starts, stops at once and reports.
     if let Err(e) = dpdk::signal::install_quit_handler() {
         eprintln!("tqfwd: error: cannot install signal handlers: {e}");

@@ -169,6 +169,23 @@ impl Totals {
     }
 }
 
+/// `rx N tx M drops D` and the drop reasons (all of them, or the non-zero).
+fn counts(now: &Totals, every_reason: bool) -> String {
+    let mut s = format!("rx {} tx {} drops {}", now.rx, now.tx, now.drops_total());
+    for r in DropReason::ALL {
+        let d = now.drops[r.index()];
+        if every_reason || d != 0 {
+            s.push_str(&format!(" {}={d}", r.name()));
+        }
+    }
+    s
+}
+
+/// Totals so far as one line (SIGUSR1): counts only, no rates.
+pub fn totals_line(elapsed_s: f64, now: &Totals) -> String {
+    format!("totals at {elapsed_s:.1} s: {}", counts(now, true))
+}
+
 /// One periodic stats line: rates since the previous snapshot, and drops.
 pub fn stats_line(
     elapsed_s: f64,
@@ -180,17 +197,9 @@ pub fn stats_line(
     let rx_mpps = (now.rx - prev.rx) as f64 / interval_s / 1e6;
     let tx_mpps = (now.tx - prev.tx) as f64 / interval_s / 1e6;
     let mut line = format!(
-        "[{elapsed_s:7.1}s] rx {rx_mpps:8.3} Mpps  tx {tx_mpps:8.3} Mpps  total rx {} tx {} drops {}",
-        now.rx,
-        now.tx,
-        now.drops_total()
+        "[{elapsed_s:7.1}s] rx {rx_mpps:8.3} Mpps  tx {tx_mpps:8.3} Mpps  total {}",
+        counts(now, false)
     );
-    for r in DropReason::ALL {
-        let d = now.drops[r.index()];
-        if d != 0 {
-            line.push_str(&format!(" {}={}", r.name(), d));
-        }
-    }
     for (i, name) in class_names.iter().enumerate() {
         let mpps = (now.class_rx[i] - prev.class_rx[i]) as f64 / interval_s / 1e6;
         line.push_str(&format!(

@@ -1078,8 +1078,8 @@ fn wait_for_links(ports: &[Port], timeout_s: f64) {
 }
 
 /// Prints a stats line every `interval` seconds (with port error counters
-/// when non-zero), keeps the live mbuf count for telemetry, and requests the
-/// quit after `duration`, until `finished`.
+/// when non-zero), logs the totals on SIGUSR1, keeps the live mbuf count for
+/// telemetry, and requests the quit after `duration`, until `finished`.
 fn stats_thread(
     finished: &AtomicBool,
     live: &telemetry::Live,
@@ -1105,6 +1105,10 @@ fn stats_thread(
             if t >= d && !signal::quit_requested() {
                 signal::request_quit();
             }
+        }
+        if signal::take_totals_request() {
+            let now = Totals::collect(live.lcores.iter().map(|(_, _, c)| &**c));
+            log::info!("SIGUSR1: {}", stats::totals_line(t, &now));
         }
         if interval > 0.0 && t >= next_line {
             let now = Totals::collect(live.lcores.iter().map(|(_, _, c)| &**c));
