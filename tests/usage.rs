@@ -280,3 +280,81 @@ fn class_conflicts_are_usage_errors() {
     );
     assert_usage_error(&run, "lcore 5 of class a is not in the EAL lcore set");
 }
+
+/// `--stats-json` that cannot take the report (a FIFO nobody reads, a
+/// directory, a path under a missing directory, a read-only filesystem) is
+/// a usage error before EAL starts, without blocking.
+#[test]
+fn stats_json_bad_paths_before_eal() {
+    let _g = serial();
+    let dir = scratch("jsonpaths");
+    let fifo = dir.join("fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(st.success());
+    let missing = dir.join("no-such-dir").join("stats.json");
+    let mut cases = vec![
+        (fifo.clone(), "FIFO nobody reads"),
+        (dir.clone(), "is a directory"),
+        (missing, "does not exist"),
+    ];
+    // /proc is read-only for new files even for root.
+    cases.push(("/proc/tqfwd-stats.json".into(), "cannot be written"));
+    for (path, needle) in cases {
+        let p = path.to_str().unwrap();
+        let run = run_with(
+            eal("0-1", &["net_null0", "net_null1"]),
+            &["--duration", "5", "--stats-json", p],
+        );
+        assert_usage_error(&run, needle);
+        let last = run.stderr.lines().last().unwrap_or("");
+        assert!(last.contains("--stats-json") && last.contains(p), "{last}");
+        assert!(
+            !run.stderr.contains("EAL:") && run.elapsed < Duration::from_secs(5),
+            "{p}: checked before EAL, not after the run\n{}",
+            run.describe()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A FIFO with a reader gets the whole report; `/dev/full` is exit 1 with
+/// one line after the summary.
+#[test]
+fn stats_json_fifo_with_reader_and_dev_full() {
+    let _g = serial();
+    let dir = scratch("jsonfifo");
+    let fifo = dir.join("fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(st.success());
+    let reader = Command::new("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cat");
+    let run = run_with(
+        eal("0-1", &["net_null0,size=64", "net_null1,size=64"]),
+        &["--duration", "1", "--stats-json", fifo.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 0, "{}", run.describe());
+    let got = reader.wait_with_output().expect("cat output");
+    let j: serde_json::Value = serde_json::from_slice(&got.stdout).expect("JSON through the FIFO");
+    assert_eq!(j["conservation_ok"], true);
+
+    let run = run_with(
+        eal("0-1", &["net_null0,size=64", "net_null1,size=64"]),
+        &["--duration", "1", "--stats-json", "/dev/full"],
+    );
+    assert_eq!(run.code(), 1, "{}", run.describe());
+    assert!(
+        run.stdout.contains("conservation rx = tx + drops"),
+        "the summary comes first\n{}",
+        run.describe()
+    );
+    let last = run.stderr.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("tqfwd: error: cannot write --stats-json /dev/full"),
+        "{}",
+        run.describe()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
