@@ -26,7 +26,7 @@ fn main() -> ExitCode {
         .init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
-    let opts = match cli::parse_options(&split.app) {
+    let mut opts = match cli::parse_options(&split.app) {
         Ok(o) => o,
         Err(Ok(help)) => {
             print!("{help}");
@@ -34,6 +34,7 @@ fn main() -> ExitCode {
         }
         Err(Err(line)) => return usage_error(&line),
     };
+    opts.devices = cli::requested_devices(&split.eal);
     // Output paths are opened before EAL: a path that cannot take the
     // report is a usage error before anything runs.
     let mut stats_json = match opts

@@ -358,3 +358,41 @@ fn stats_json_fifo_with_reader_and_dev_full() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every `--vdev` must become a port: of three, the middle one failing its
+/// probe (missing or bad-magic pcap, unwritable tx_pcap, missing af_packet
+/// interface) is exit 2 naming it, not a run with the others renumbered.
+#[test]
+fn failed_device_probe_is_named() {
+    let _g = serial();
+    let dir = scratch("probe");
+    let good = dir.join("in.pcap");
+    tqfwd::pcap::write_all(&good, Vec::<Vec<u8>>::new()).unwrap();
+    let junk = dir.join("junk.pcap");
+    std::fs::write(&junk, b"this is not a pcap file at all").unwrap();
+    let port = |n: u32, rx: &std::path::Path, tx: std::path::PathBuf| {
+        format!(
+            "net_pcap{n},rx_pcap={},tx_pcap={}",
+            rx.display(),
+            tx.display()
+        )
+    };
+    let first = port(0, &good, dir.join("out0.pcap"));
+    let last = port(2, &good, dir.join("out2.pcap"));
+    for (bad, name) in [
+        (
+            port(1, &dir.join("nonexistent.pcap"), dir.join("o1.pcap")),
+            "net_pcap1",
+        ),
+        (port(1, &junk, dir.join("o1.pcap")), "net_pcap1"),
+        (port(1, &good, dir.join("no-such-dir/o1.pcap")), "net_pcap1"),
+        (
+            "net_af_packet1,iface=tqfwdnosuch0".to_string(),
+            "net_af_packet1",
+        ),
+    ] {
+        let run = run_with(eal("0-1", &[&first, &bad, &last]), &["--duration", "1"]);
+        assert_usage_error(&run, &format!("--vdev {name} did not become a port"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -18,7 +18,7 @@ pub mod rate;
 pub mod stages;
 pub mod telemetry;
 
-use crate::cli::{OnFull, Options};
+use crate::cli::{OnFull, Options, RequestedDevice};
 use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
 use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
@@ -119,6 +119,27 @@ impl RoleLayout {
             tx: self.tx.contains(&lcore),
         }
     }
+}
+
+/// The first requested device that no port came from. A port comes from a
+/// device when its name is the device's name, or starts with it followed
+/// by `_` (ports a PCI device spawns, e.g. representors).
+pub fn missing_device<'a>(
+    requested: &'a [RequestedDevice],
+    port_names: &[String],
+) -> Option<&'a RequestedDevice> {
+    requested.iter().find(|d| {
+        !port_names.iter().any(|p| {
+            let p = if d.option == "--vdev" {
+                p.clone()
+            } else {
+                crate::cli::canonical_device_name(p)
+            };
+            p == d.name
+                || p.strip_prefix(d.name.as_str())
+                    .is_some_and(|rest| rest.starts_with('_'))
+        })
+    })
 }
 
 /// l2fwd pairing: 0<->1, 2<->3; an odd last port forwards to itself.
@@ -255,6 +276,16 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let main = eal.main_lcore();
     let layout = RoleLayout::resolve(opts, &lcores, main).map_err(RunError::Usage)?;
     let ports = Port::all();
+    let port_names: Vec<String> = ports
+        .iter()
+        .map(|p| p.info().map(|i| i.name).unwrap_or_default())
+        .collect();
+    if let Some(d) = missing_device(&opts.devices, &port_names) {
+        return Err(RunError::Usage(format!(
+            "{} {} did not become a port (its probe failed, see EAL's log above): fix its arguments or remove it",
+            d.option, d.name
+        )));
+    }
     if ports.is_empty() {
         return Err(RunError::Usage(
             "no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/".into(),
@@ -1143,6 +1174,38 @@ fn stats_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_requested_device_is_a_port() {
+        let req = crate::cli::requested_devices(
+            &[
+                "tqfwd",
+                "--vdev=net_pcap0,x=1",
+                "--vdev=net_pcap1",
+                "-a",
+                "01:00.0",
+            ]
+            .map(String::from),
+        );
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(
+            missing_device(&req, &names(&["net_pcap0", "net_pcap1", "0000:01:00.0"])).is_none()
+        );
+        assert!(missing_device(
+            &req,
+            &names(&["net_pcap0", "net_pcap1", "0000:01:00.0_representor_vf0"])
+        )
+        .is_none());
+        assert_eq!(
+            missing_device(&req, &names(&["net_pcap0", "0000:01:00.0"])).map(|d| d.name.as_str()),
+            Some("net_pcap1")
+        );
+        assert_eq!(
+            missing_device(&req, &names(&["net_pcap0", "net_pcap1", "0000:01:00.1"]))
+                .map(|d| d.option),
+            Some("-a")
+        );
+    }
 
     #[test]
     fn pairing() {
