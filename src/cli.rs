@@ -164,7 +164,7 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub latency_sample: u32,
 
-    /// Mbufs per NUMA socket's pool (default: sized for descriptors + queue capacity + caches)
+    /// Mbufs per NUMA socket's pool, at least its ports' RX descriptors + one burst per lcore (default: sized for descriptors + queue capacity + caches)
     #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u32).range(64..=16_777_216))]
     pub mbufs: Option<u32>,
 
@@ -176,7 +176,7 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
     pub tx_desc: u16,
 
-    /// Seconds to wait for links to come up before forwarding anyway
+    /// Seconds to wait for links to come up before forwarding anyway (and for a memif client's server before failing)
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
     pub link_timeout: f64,
 

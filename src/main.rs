@@ -76,7 +76,7 @@ fn main() -> ExitCode {
     let report = match result {
         Ok(r) => r,
         Err(RunError::Usage(msg)) => return usage_error(&msg),
-        Err(RunError::Runtime(msg)) => {
+        Err(RunError::Runtime(msg)) | Err(RunError::OutOfMemory(msg)) => {
             eprintln!("tqfwd: error: {msg}");
             return ExitCode::from(1);
         }

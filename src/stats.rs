@@ -186,7 +186,11 @@ pub fn totals_line(elapsed_s: f64, now: &Totals) -> String {
     format!("totals at {elapsed_s:.1} s: {}", counts(now, true))
 }
 
-/// One periodic stats line: rates since the previous snapshot, and drops.
+/// Shortest `--stats-interval` whose lines carry rates.
+pub const MIN_RATE_INTERVAL_S: f64 = 1e-3;
+
+/// One periodic stats line: rates since the previous snapshot (for
+/// intervals of a millisecond or more), totals and drops.
 pub fn stats_line(
     elapsed_s: f64,
     prev: &Totals,
@@ -194,18 +198,28 @@ pub fn stats_line(
     interval_s: f64,
     class_names: &[String],
 ) -> String {
-    let rx_mpps = (now.rx - prev.rx) as f64 / interval_s / 1e6;
-    let tx_mpps = (now.tx - prev.tx) as f64 / interval_s / 1e6;
-    let mut line = format!(
-        "[{elapsed_s:7.1}s] rx {rx_mpps:8.3} Mpps  tx {tx_mpps:8.3} Mpps  total {}",
-        counts(now, false)
-    );
+    // Below a millisecond the interval says nothing about a rate.
+    let rates = interval_s >= MIN_RATE_INTERVAL_S;
+    let mpps = |now: u64, prev: u64| (now - prev) as f64 / interval_s / 1e6;
+    let mut line = if rates {
+        format!(
+            "[{elapsed_s:7.1}s] rx {:8.3} Mpps  tx {:8.3} Mpps  total {}",
+            mpps(now.rx, prev.rx),
+            mpps(now.tx, prev.tx),
+            counts(now, false)
+        )
+    } else {
+        format!("[{elapsed_s:7.1}s] total {}", counts(now, false))
+    };
     for (i, name) in class_names.iter().enumerate() {
-        let mpps = (now.class_rx[i] - prev.class_rx[i]) as f64 / interval_s / 1e6;
-        line.push_str(&format!(
-            " | {name} {mpps:.3} Mpps drops {}",
-            now.class_drops[i]
-        ));
+        line.push_str(&format!(" | {name}"));
+        if rates {
+            line.push_str(&format!(
+                " {:.3} Mpps",
+                mpps(now.class_rx[i], prev.class_rx[i])
+            ));
+        }
+        line.push_str(&format!(" drops {}", now.class_drops[i]));
     }
     line
 }
@@ -450,5 +464,32 @@ impl Report {
             }
         ));
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_line_rates_only_from_a_millisecond() {
+        let prev = Totals::default();
+        let now = Totals {
+            rx: 1000,
+            tx: 900,
+            ..Totals::default()
+        };
+        let names = vec!["default".to_string()];
+        let line = stats_line(1.0, &prev, &now, 0.001, &names);
+        assert!(
+            line.contains("rx    1.000 Mpps") && line.contains("default 0.000 Mpps"),
+            "{line}"
+        );
+        let line = stats_line(1.0, &prev, &now, 0.0005, &names);
+        assert!(!line.contains("Mpps"), "{line}");
+        assert!(
+            line.contains("total rx 1000 tx 900 drops 0") && line.contains("| default drops 0"),
+            "{line}"
+        );
     }
 }

@@ -7,7 +7,8 @@ use common::*;
 use std::time::Duration;
 use tqfwd::{gen, pcap};
 
-/// 600 mbufs behind 1024-packet queues and a slowed worker: the PMD runs
+/// 600 mbufs behind 1024-packet queues and a slowed worker (128 RX
+/// descriptors per port, so the pool covers them as tqfwd requires): the PMD runs
 /// out of mbufs (`rx_nombuf`), tqfwd keeps forwarding as the pool refills,
 /// and every frame of the file is either forwarded or counted by the PMD.
 #[test]
@@ -22,6 +23,8 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
         &[
             "--mbufs",
             "600",
+            "--rx-desc",
+            "128",
             "--depth",
             "1024",
             "--worker-cycles",

@@ -396,3 +396,98 @@ fn failed_device_probe_is_named() {
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A pool too small for the RX descriptors and one burst per lcore is a
+/// usage error saying what fits (not a silent run forwarding nothing).
+#[test]
+fn pool_too_small_says_what_fits() {
+    let _g = serial();
+    let run = run_with(
+        eal("0-1", &["net_null0", "net_null1"]),
+        &["--mbufs", "64", "--burst", "256", "--duration", "1"],
+    );
+    assert_usage_error(&run, "--mbufs 64 is too small");
+    assert!(
+        run.stderr.contains("need at least 2560 mbufs"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// `--depth` beyond EAL's memory is a usage error naming `--depth` and the
+/// largest depth that fits, for both backends; that depth then runs.
+#[test]
+fn depth_beyond_memory_says_what_fits() {
+    let _g = serial();
+    for backend in ["tq", "ring"] {
+        let vdevs = ["net_null0,size=64", "net_null1,size=64"];
+        let run = run_with(
+            eal("0-1", &vdevs),
+            &[
+                "--backend",
+                backend,
+                "--depth",
+                "1048576",
+                "--duration",
+                "1",
+            ],
+        );
+        assert_usage_error(&run, "--depth 1048576 does not fit in EAL's memory");
+        let last = run.stderr.lines().last().unwrap_or("");
+        let fits = last
+            .split("at most --depth ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{backend}: no depth that fits in {last}"));
+        let run = run_with(
+            eal("0-1", &vdevs),
+            &["--backend", backend, "--depth", fits, "--duration", "0.5"],
+        );
+        assert_eq!(
+            run.code(),
+            0,
+            "{backend}: --depth {fits}\n{}",
+            run.describe()
+        );
+    }
+}
+
+/// A memif client whose server is absent retries its start for
+/// `--link-timeout`, then one line names the device and the socket.
+#[test]
+fn memif_client_without_server_names_device_and_socket() {
+    let _g = serial();
+    let sock = format!("/tmp/tqfwd-nosuch-{}.sock", std::process::id());
+    let vdev = format!("net_memif0,role=client,socket={sock},socket-abstract=no");
+    let run = run_with(
+        eal("0-1", &[&vdev]),
+        &["--link-timeout", "1", "--duration", "1"],
+    );
+    assert_usage_error(&run, "net_memif0: no memif server on socket");
+    let last = run.stderr.lines().last().unwrap_or("");
+    assert!(
+        last.contains(&sock) && last.contains("start the server first or raise --link-timeout"),
+        "{last}"
+    );
+    assert!(
+        run.elapsed >= Duration::from_secs(1) && run.elapsed < Duration::from_secs(15),
+        "waited {:?}",
+        run.elapsed
+    );
+}
+
+/// Stats intervals below a millisecond print totals without rates.
+#[test]
+fn no_rates_below_a_millisecond() {
+    let _g = serial();
+    let run = run_with(
+        eal("0-1", &["net_null0,size=64", "net_null1,size=64"]),
+        &["--stats-interval", "0.0005", "--duration", "0.3"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.describe());
+    let lines: Vec<&str> = run.stdout.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!lines.is_empty(), "{}", run.describe());
+    for l in lines {
+        assert!(!l.contains("Mpps") && l.contains("total rx"), "{l}");
+    }
+}

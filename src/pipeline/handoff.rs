@@ -80,7 +80,9 @@ fn queue_error(label: &str, c: usize, e: QueueError) -> RunError {
         QueueError::BadBurst(_) | QueueError::BadDepth(_) | QueueError::NoProducers => {
             RunError::Usage(format!("{label} queue to consumer {c}: {e} (check --depth and --burst)"))
         }
-        QueueError::OutOfMemory { .. } => RunError::Runtime(format!("{label} queue to consumer {c}: {e}")),
+        QueueError::OutOfMemory { bytes } => RunError::OutOfMemory(format!(
+            "{label} queue to consumer {c}: {bytes} bytes of transfer units"
+        )),
     }
 }
 
@@ -140,7 +142,7 @@ pub fn build_link(
                         socket,
                         false,
                     )
-                    .map_err(|e| RunError::Runtime(e.to_string()))?;
+                    .map_err(super::out_of_memory)?;
                     capacity += depth;
                     row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
                     receivers.push(Box::new(RingReceiver::<Packet>::new(ring)));
@@ -149,7 +151,7 @@ pub fn build_link(
             (Backend::Ring, Topology::Shared) => {
                 let ring =
                     Ring::<Packet>::create(&format!("{label}_{c}"), depth as u32, socket, true)
-                        .map_err(|e| RunError::Runtime(e.to_string()))?;
+                        .map_err(super::out_of_memory)?;
                 capacity += depth;
                 for row in senders.iter_mut() {
                     row[c] = Some(Box::new(RingSender::<Packet>::new(ring.clone())));
@@ -190,12 +192,13 @@ mod tests {
                     "{m}"
                 );
             }
-            RunError::Runtime(m) => panic!("not a usage error: {m}"),
+            RunError::Runtime(m) | RunError::OutOfMemory(m) => panic!("not a usage error: {m}"),
         }
-        // Memory refused at run time is not the user's sizes.
+        // Memory refused is reported as such (run() then finds the
+        // largest --depth that fits).
         assert!(matches!(
             queue_error("wt", 0, QueueError::OutOfMemory { bytes: 64 }),
-            RunError::Runtime(_)
+            RunError::OutOfMemory(_)
         ));
     }
 }
