@@ -432,3 +432,38 @@ fn worker_cycles_observe_the_stop() {
     assert!(j["tx_packets"].as_u64().unwrap() > 0, "{}", p.text());
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The wait for an absent memif server observes the stop: SIGINT ends it
+/// at once with one line naming the device, not after `--link-timeout`.
+#[test]
+fn sigint_ends_the_wait_for_a_memif_server() {
+    let _g = serial();
+    let sock = format!("/tmp/tqfwd-nosuch-sig-{}.sock", std::process::id());
+    let mut cmd = Command::new(bin());
+    cmd.args(eal_args(
+        "0-1",
+        &[format!(
+            "net_memif0,role=client,socket={sock},socket-abstract=no"
+        )],
+    ))
+    .args(["--", "--link-timeout", "60", "--duration", "1"])
+    .env("RUST_LOG", "info");
+    let mut p = Proc::spawn("tqfwd", &mut cmd);
+    p.wait_until("the wait for the server", Duration::from_secs(30), |t| {
+        t.contains("waiting up to 60 s for the memif server")
+    })
+    .unwrap();
+    p.signal("INT");
+    let st = p
+        .wait_exit(Duration::from_secs(3))
+        .unwrap_or_else(|| panic!("SIGINT did not end the wait\n{}", p.text()));
+    let text = p.text();
+    assert_eq!(st.code(), Some(2), "{text}");
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("tqfwd: error: net_memif0: stopped while waiting")
+                && l.contains(&sock)
+        ),
+        "{text}"
+    );
+}

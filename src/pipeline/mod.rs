@@ -1113,7 +1113,7 @@ fn bring_up(
 /// Starts `port`. A memif client cannot start while its server is absent
 /// (its start fails connecting to the socket): the start is retried every
 /// 100 ms until `--link-timeout` passes or a stop is requested, then one
-/// line names the device and its socket.
+/// line (exit 2) names the device and its socket.
 fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), RunError> {
     let device = opts.devices.iter().find(|d| d.name == info.name);
     let memif_client =
@@ -1129,7 +1129,13 @@ fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), RunErro
             Err(e) if !memif_client => return Err(e.into()),
             Err(e) => e,
         };
-        if Instant::now() >= deadline || signal::quit_requested() {
+        if signal::quit_requested() {
+            return Err(RunError::Usage(format!(
+                "{}: stopped while waiting for the memif server on socket {socket}: start the server first",
+                info.name
+            )));
+        }
+        if Instant::now() >= deadline {
             return Err(RunError::Usage(format!(
                 "{}: no memif server on socket {socket} within --link-timeout {} s ({}): start the server first or raise --link-timeout",
                 info.name, opts.link_timeout, e.text
