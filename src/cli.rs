@@ -131,7 +131,7 @@ pub struct Options {
     #[arg(long)]
     pub no_mac_rewrite: bool,
 
-    /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM
+    /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM/SIGHUP/SIGQUIT (SIGUSR1 logs the totals)
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
 
@@ -143,7 +143,7 @@ pub struct Options {
     #[arg(long, value_name = "PATH")]
     pub stats_json: Option<PathBuf>,
 
-    /// Busy-loop this many TSC cycles per packet in the worker (simulated per-packet work)
+    /// Busy-loop this many TSC cycles per packet in the worker (simulated per-packet work; skipped once a stop is requested)
     #[arg(
         allow_negative_numbers = true,
         long,
@@ -164,7 +164,7 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
     pub latency_sample: u32,
 
-    /// Mbufs per NUMA socket's pool (default: sized for descriptors + queue capacity + caches)
+    /// Mbufs per NUMA socket's pool, at least its ports' RX descriptors + one burst per lcore (default: sized for descriptors + queue capacity + caches)
     #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u32).range(64..=16_777_216))]
     pub mbufs: Option<u32>,
 
@@ -180,9 +180,108 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1024, value_parser = clap::value_parser!(u16).range(1..))]
     pub tx_desc: u16,
 
-    /// Seconds to wait for links to come up before forwarding anyway
+    /// Seconds to wait for links to come up before forwarding anyway (and for a memif client's server before failing)
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
     pub link_timeout: f64,
+
+    /// The devices the EAL arguments ask for (`-a`, `--allow`, `--vdev`);
+    /// filled from the EAL half of the command line, see [`requested_devices`].
+    #[arg(skip)]
+    pub devices: Vec<RequestedDevice>,
+}
+
+/// A device named in the EAL arguments: it must become a port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestedDevice {
+    /// The option as given: `--vdev`, `-a` or `--allow`.
+    pub option: &'static str,
+    /// The device name (text before the first comma; a PCI address in its
+    /// full, lower-case form `0000:01:00.0`).
+    pub name: String,
+    /// The whole argument, name and devargs.
+    pub args: String,
+}
+
+impl RequestedDevice {
+    /// The value of devarg `key` (`socket` in `net_memif0,socket=/x.sock`).
+    pub fn devarg(&self, key: &str) -> Option<&str> {
+        self.args
+            .split(',')
+            .skip(1)
+            .find_map(|kv| kv.split_once('=').filter(|(k, _)| k.trim() == key))
+            .map(|(_, v)| v)
+    }
+}
+
+/// A PCI address in the form DPDK names ports by: lower case, with the
+/// domain (`01:00.0` → `0000:01:00.0`); other names unchanged.
+pub fn canonical_device_name(name: &str) -> String {
+    let lower = name.trim().to_ascii_lowercase();
+    let lower = lower.strip_prefix("pci:").unwrap_or(&lower).to_string();
+    let is_bdf = |s: &str| {
+        let b = s.as_bytes();
+        b.len() == 7
+            && b[..2].iter().all(u8::is_ascii_hexdigit)
+            && b[2] == b':'
+            && b[3..5].iter().all(u8::is_ascii_hexdigit)
+            && b[5] == b'.'
+            && b[6].is_ascii_digit()
+    };
+    if is_bdf(&lower) {
+        format!("0000:{lower}")
+    } else {
+        lower
+    }
+}
+
+/// The devices that `-a`/`--allow`/`--vdev` in the EAL arguments ask for,
+/// in order. vdev names keep their case (DPDK matches them as given); only
+/// Ethernet vdevs (`net_*`, `eth_*`) count: `crypto_*`, `event_*` and the
+/// like never become ports.
+pub fn requested_devices(eal: &[String]) -> Vec<RequestedDevice> {
+    let mut out = Vec::new();
+    let mut it = eal.iter().skip(1);
+    while let Some(a) = it.next() {
+        let (option, value) = match a.as_str() {
+            "--vdev" | "-a" | "--allow" => {
+                let option = match a.as_str() {
+                    "--vdev" => "--vdev",
+                    "-a" => "-a",
+                    _ => "--allow",
+                };
+                match it.next() {
+                    Some(v) => (option, v.clone()),
+                    None => break,
+                }
+            }
+            s => {
+                if let Some(v) = s.strip_prefix("--vdev=") {
+                    ("--vdev", v.to_string())
+                } else if let Some(v) = s.strip_prefix("--allow=") {
+                    ("--allow", v.to_string())
+                } else if let Some(v) = s.strip_prefix("-a").filter(|v| !v.is_empty()) {
+                    ("-a", v.to_string())
+                } else {
+                    continue;
+                }
+            }
+        };
+        let raw = value.split(',').next().unwrap_or("").trim();
+        let name = if option == "--vdev" {
+            raw.to_string()
+        } else {
+            canonical_device_name(raw)
+        };
+        let ethernet = option != "--vdev" || name.starts_with("net_") || name.starts_with("eth_");
+        if !name.is_empty() && ethernet {
+            out.push(RequestedDevice {
+                option,
+                name,
+                args: value,
+            });
+        }
+    }
+    out
 }
 
 /// Command-line split at the first `--`.
@@ -366,6 +465,39 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn requested() {
+        let d = requested_devices(&s(&[
+            "tqfwd",
+            "-l",
+            "0-1",
+            "--vdev=net_pcap0,rx_pcap=a.pcap",
+            "--vdev",
+            "net_memif0,role=client,socket=/tmp/x.sock",
+            "-a",
+            "01:00.0",
+            "-a0000:3B:00.1,foo=1",
+            "--allow=pci:02:00.0",
+            "--vdev=crypto_null0",
+            "--file-prefix",
+            "x",
+        ]));
+        let names: Vec<(&str, &str)> = d.iter().map(|d| (d.option, d.name.as_str())).collect();
+        assert_eq!(
+            names,
+            vec![
+                ("--vdev", "net_pcap0"),
+                ("--vdev", "net_memif0"),
+                ("-a", "0000:01:00.0"),
+                ("-a", "0000:3b:00.1"),
+                ("--allow", "0000:02:00.0"),
+            ]
+        );
+        assert_eq!(d[1].devarg("socket"), Some("/tmp/x.sock"));
+        assert_eq!(d[1].devarg("sock"), None);
+        assert_eq!(canonical_device_name("net_null0"), "net_null0");
     }
 
     #[test]

@@ -7,7 +7,7 @@
 //!
 //! Layout: `dpdk` (the only FFI), `queue` (the TransferQueue, pure Rust),
 //! `wire` (frame parsing, never panics), `pipeline` (stages and wiring),
-//! `stats` (counters and reports), `cli`, and test helpers `pcap` and `gen`.
+//! `stats` (counters and reports), `cli`, `output` (output files), and test helpers `pcap` and `gen`.
 //!
 //! `unsafe` is confined to `dpdk` (FFI) and `queue` (the lock-free
 //! structure, loom-checked), where clippy refuses an unsafe block without a
@@ -23,6 +23,8 @@ pub mod cli;
 pub mod gen;
 #[forbid(unsafe_code)]
 pub mod latency;
+#[forbid(unsafe_code)]
+pub mod output;
 #[forbid(unsafe_code)]
 pub mod pcap;
 #[forbid(unsafe_code)]

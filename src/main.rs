@@ -12,6 +12,7 @@ use std::io::Write;
 use std::process::ExitCode;
 use tqfwd::cli::{self, split_args};
 use tqfwd::dpdk::{self, Eal};
+use tqfwd::output::{OutputFile, WRITE_STALL_LIMIT};
 use tqfwd::pipeline::{self, RunError};
 
 fn usage_error(msg: &str) -> ExitCode {
@@ -25,7 +26,7 @@ fn main() -> ExitCode {
         .init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
-    let opts = match cli::parse_options(&split.app) {
+    let mut opts = match cli::parse_options(&split.app) {
         Ok(o) => o,
         Err(Ok(help)) => {
             print!("{help}");
@@ -33,8 +34,20 @@ fn main() -> ExitCode {
         }
         Err(Err(line)) => return usage_error(&line),
     };
+    opts.devices = cli::requested_devices(&split.eal);
+    // Output paths are opened before EAL: a path that cannot take the
+    // report is a usage error before anything runs.
+    let mut stats_json = match opts
+        .stats_json
+        .as_deref()
+        .map(|p| OutputFile::open("--stats-json", p))
+    {
+        None => None,
+        Some(Ok(f)) => Some(f),
+        Some(Err(line)) => return usage_error(&line),
+    };
 
-    // Before EAL init, so a SIGINT/SIGTERM that arrives while EAL starts is
+    // Before EAL init, so a stop signal that arrives while EAL starts is
     // not fatal: the run then starts, stops at once and reports.
     if let Err(e) = dpdk::signal::install_quit_handler() {
         eprintln!("tqfwd: error: cannot install signal handlers: {e}");
@@ -63,7 +76,7 @@ fn main() -> ExitCode {
     let report = match result {
         Ok(r) => r,
         Err(RunError::Usage(msg)) => return usage_error(&msg),
-        Err(RunError::Runtime(msg)) => {
+        Err(RunError::Runtime(msg)) | Err(RunError::OutOfMemory(msg)) => {
             eprintln!("tqfwd: error: {msg}");
             return ExitCode::from(1);
         }
@@ -78,13 +91,17 @@ fn main() -> ExitCode {
         eprint!("{summary}");
     }
     drop(out);
-    if let Some(path) = &opts.stats_json {
+    if let Some(out) = stats_json.as_mut() {
         let json = serde_json::to_string_pretty(&report).expect("report serialises");
-        if let Err(e) = std::fs::write(path, json + "\n") {
-            eprintln!(
-                "tqfwd: error: cannot write --stats-json {}: {e}",
-                path.display()
-            );
+        // A FIFO whose reader stalls gets a bounded wait, cut short by one
+        // more stop signal.
+        let signals = dpdk::signal::stop_signals();
+        if let Err(line) =
+            out.write_all_bounded((json + "\n").as_bytes(), WRITE_STALL_LIMIT, || {
+                dpdk::signal::stop_signals() > signals
+            })
+        {
+            eprintln!("tqfwd: error: {line}; the summary above has the run's counts");
             return ExitCode::from(1);
         }
     }

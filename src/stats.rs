@@ -169,7 +169,28 @@ impl Totals {
     }
 }
 
-/// One periodic stats line: rates since the previous snapshot, and drops.
+/// `rx N tx M drops D` and the drop reasons (all of them, or the non-zero).
+fn counts(now: &Totals, every_reason: bool) -> String {
+    let mut s = format!("rx {} tx {} drops {}", now.rx, now.tx, now.drops_total());
+    for r in DropReason::ALL {
+        let d = now.drops[r.index()];
+        if every_reason || d != 0 {
+            s.push_str(&format!(" {}={d}", r.name()));
+        }
+    }
+    s
+}
+
+/// Totals so far as one line (SIGUSR1): counts only, no rates.
+pub fn totals_line(elapsed_s: f64, now: &Totals) -> String {
+    format!("totals at {elapsed_s:.1} s: {}", counts(now, true))
+}
+
+/// Shortest `--stats-interval` whose lines carry rates.
+pub const MIN_RATE_INTERVAL_S: f64 = 1e-3;
+
+/// One periodic stats line: rates since the previous snapshot (for
+/// intervals of a millisecond or more), totals and drops.
 pub fn stats_line(
     elapsed_s: f64,
     prev: &Totals,
@@ -177,26 +198,28 @@ pub fn stats_line(
     interval_s: f64,
     class_names: &[String],
 ) -> String {
-    let rx_mpps = (now.rx - prev.rx) as f64 / interval_s / 1e6;
-    let tx_mpps = (now.tx - prev.tx) as f64 / interval_s / 1e6;
-    let mut line = format!(
-        "[{elapsed_s:7.1}s] rx {rx_mpps:8.3} Mpps  tx {tx_mpps:8.3} Mpps  total rx {} tx {} drops {}",
-        now.rx,
-        now.tx,
-        now.drops_total()
-    );
-    for r in DropReason::ALL {
-        let d = now.drops[r.index()];
-        if d != 0 {
-            line.push_str(&format!(" {}={}", r.name(), d));
-        }
-    }
+    // Below a millisecond the interval says nothing about a rate.
+    let rates = interval_s >= MIN_RATE_INTERVAL_S;
+    let mpps = |now: u64, prev: u64| (now - prev) as f64 / interval_s / 1e6;
+    let mut line = if rates {
+        format!(
+            "[{elapsed_s:7.1}s] rx {:8.3} Mpps  tx {:8.3} Mpps  total {}",
+            mpps(now.rx, prev.rx),
+            mpps(now.tx, prev.tx),
+            counts(now, false)
+        )
+    } else {
+        format!("[{elapsed_s:7.1}s] total {}", counts(now, false))
+    };
     for (i, name) in class_names.iter().enumerate() {
-        let mpps = (now.class_rx[i] - prev.class_rx[i]) as f64 / interval_s / 1e6;
-        line.push_str(&format!(
-            " | {name} {mpps:.3} Mpps drops {}",
-            now.class_drops[i]
-        ));
+        line.push_str(&format!(" | {name}"));
+        if rates {
+            line.push_str(&format!(
+                " {:.3} Mpps",
+                mpps(now.class_rx[i], prev.class_rx[i])
+            ));
+        }
+        line.push_str(&format!(" drops {}", now.class_drops[i]));
     }
     line
 }
@@ -220,6 +243,10 @@ pub struct PortReport {
     pub hw_opackets: u64,
     pub hw_imissed: u64,
     pub hw_rx_nombuf: u64,
+    /// Frames the PMD received but found erroneous (`ierrors`).
+    pub hw_ierrors: u64,
+    /// Frames the PMD failed to transmit (`oerrors`).
+    pub hw_oerrors: u64,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -381,9 +408,9 @@ impl Report {
         s.push('\n');
         for p in &self.ports {
             s.push_str(&format!(
-                "  port {} ({}, {}, socket {}, mac {}) -> port {}: rx {} tx {} rx_queues {:?} hw: ipackets {} opackets {} imissed {} rx_nombuf {}\n",
+                "  port {} ({}, {}, socket {}, mac {}) -> port {}: rx {} tx {} rx_queues {:?} hw: ipackets {} opackets {} imissed {} rx_nombuf {} ierrors {} oerrors {}\n",
                 p.port, p.name, p.driver, p.socket, p.mac, p.peer_port, p.rx_packets, p.tx_packets, p.rx_queues,
-                p.hw_ipackets, p.hw_opackets, p.hw_imissed, p.hw_rx_nombuf
+                p.hw_ipackets, p.hw_opackets, p.hw_imissed, p.hw_rx_nombuf, p.hw_ierrors, p.hw_oerrors
             ));
         }
         for l in &self.lcores {
@@ -437,5 +464,32 @@ impl Report {
             }
         ));
         s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stats_line_rates_only_from_a_millisecond() {
+        let prev = Totals::default();
+        let now = Totals {
+            rx: 1000,
+            tx: 900,
+            ..Totals::default()
+        };
+        let names = vec!["default".to_string()];
+        let line = stats_line(1.0, &prev, &now, 0.001, &names);
+        assert!(
+            line.contains("rx    1.000 Mpps") && line.contains("default 0.000 Mpps"),
+            "{line}"
+        );
+        let line = stats_line(1.0, &prev, &now, 0.0005, &names);
+        assert!(!line.contains("Mpps"), "{line}");
+        assert!(
+            line.contains("total rx 1000 tx 900 drops 0") && line.contains("| default drops 0"),
+            "{line}"
+        );
     }
 }

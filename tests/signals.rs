@@ -86,32 +86,37 @@ struct Outcome {
     slow_exit_log: Option<String>,
 }
 
-fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
-    let dir = scratch(&format!("sig{i}"));
-    let json_path = dir.join("stats.json");
-    let eal = eal_args(
+/// `tqfwd EAL --` on lcores 0-1 and two endless 64-byte `net_null` ports.
+fn null_ports_cmd() -> Command {
+    let mut cmd = Command::new(bin());
+    cmd.args(eal_args(
         "0-1",
         &[
             "net_null0,size=64".to_string(),
             "net_null1,size=64".to_string(),
         ],
-    );
-    let mut cmd = Command::new(bin());
-    cmd.args(&eal)
-        .arg("--")
-        .args([
-            "--backend",
-            backend,
-            "--on-full",
-            "wait",
-            "--stats-interval",
-            "0.1",
-            "--stats-json",
-        ])
-        .arg(&json_path)
-        .env("RUST_LOG", "info")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
+    ))
+    .arg("--");
+    cmd
+}
+
+fn one_run(i: usize, sig: (&str, i64), backend: &str, delay: f64) -> Outcome {
+    let dir = scratch(&format!("sig{i}"));
+    let json_path = dir.join("stats.json");
+    let mut cmd = null_ports_cmd();
+    cmd.args([
+        "--backend",
+        backend,
+        "--on-full",
+        "wait",
+        "--stats-interval",
+        "0.1",
+        "--stats-json",
+    ])
+    .arg(&json_path)
+    .env("RUST_LOG", "info")
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let start = Instant::now();
     let mut child = cmd.spawn().expect("spawn tqfwd");
     let (tx, rx) = mpsc::channel();
@@ -285,5 +290,180 @@ fn signals_at_random_moments() {
         t0.elapsed().as_secs_f64(),
         RUNS - early,
         slowest.as_secs_f64() * 1e3
+    );
+}
+
+/// A forwarder on two endless `net_null` ports, JSON to DIR/stats.json,
+/// started and seen forwarding.
+fn forwarding(dir: &std::path::Path, app: &[&str]) -> Proc {
+    let mut cmd = null_ports_cmd();
+    cmd.args(app)
+        .arg("--stats-json")
+        .arg(dir.join("stats.json"))
+        .env("RUST_LOG", "info");
+    let mut p = Proc::spawn("tqfwd", &mut cmd);
+    p.wait_until("forwarding", Duration::from_secs(30), |t| {
+        t.contains("forwarding: backend")
+    })
+    .unwrap();
+    p
+}
+
+/// Exit 0 within `within`, the summary printed and the JSON's end checks
+/// holding, with `signal` recorded; returns the JSON.
+fn clean_stop(
+    p: &mut Proc,
+    dir: &std::path::Path,
+    within: Duration,
+    signal: Option<i64>,
+) -> serde_json::Value {
+    let st = p
+        .wait_exit(within)
+        .unwrap_or_else(|| panic!("no exit within {within:?}\n{}", p.text()));
+    let text = p.text();
+    assert_eq!(st.code(), Some(0), "{st}\n{text}");
+    assert!(
+        text.contains("conservation rx = tx + drops") && !text.contains("panicked"),
+        "no summary\n{text}"
+    );
+    let j: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("stats.json"))
+            .unwrap_or_else(|e| panic!("no JSON ({e})\n{text}")),
+    )
+    .expect("valid JSON");
+    assert_eq!(j["conservation_ok"], true, "{text}");
+    assert_eq!(j["mbufs_in_use"], 0, "{text}");
+    assert_eq!(j["signal"], serde_json::json!(signal), "{text}");
+    j
+}
+
+/// SIGHUP and SIGQUIT stop the run like SIGINT/SIGTERM: summary, JSON,
+/// exit 0, the signal recorded.
+#[test]
+fn sighup_and_sigquit_stop_cleanly() {
+    let _g = serial();
+    for (sig, num) in [("HUP", 1), ("QUIT", 3)] {
+        let dir = scratch(&format!("sig{sig}"));
+        let mut p = forwarding(&dir, &["--stats-interval", "0.2"]);
+        std::thread::sleep(Duration::from_millis(500));
+        p.signal(sig);
+        let j = clean_stop(&mut p, &dir, Duration::from_secs(8), Some(num));
+        assert!(
+            j["rx_packets"].as_u64().unwrap() > 0,
+            "SIG{sig}: nothing received"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
+/// SIGUSR1 logs the totals as one line and the run goes on; SIGPIPE is
+/// ignored; SIGINT then stops it cleanly.
+#[test]
+fn sigusr1_logs_totals_and_sigpipe_is_ignored() {
+    let _g = serial();
+    let dir = scratch("usr1");
+    let mut p = forwarding(&dir, &["--stats-interval", "0"]);
+    std::thread::sleep(Duration::from_millis(300));
+    p.signal("USR1");
+    p.wait_until("the SIGUSR1 totals line", Duration::from_secs(3), |t| {
+        t.lines().any(|l| {
+            l.contains("SIGUSR1: totals at") && l.contains(" rx ") && l.contains(" drops ")
+        })
+    })
+    .unwrap();
+    p.signal("PIPE");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        p.exited().is_none(),
+        "SIGPIPE stopped the run\n{}",
+        p.text()
+    );
+    p.signal("USR1");
+    p.wait_until("a second totals line", Duration::from_secs(3), |t| {
+        t.matches("SIGUSR1: totals at").count() == 2
+    })
+    .unwrap();
+    p.signal("INT");
+    clean_stop(&mut p, &dir, Duration::from_secs(8), Some(2));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `--worker-cycles 50000000` (about 20 ms of synthetic work per packet)
+/// stops within a few seconds of `--duration` and of SIGINT, with every
+/// packet accounted for (the drain skips the synthetic work).
+#[test]
+fn worker_cycles_observe_the_stop() {
+    let _g = serial();
+    let dir = scratch("wcycles");
+    let mut p = forwarding(
+        &dir,
+        &[
+            "--worker-cycles",
+            "50000000",
+            "--duration",
+            "2",
+            "--stats-interval",
+            "0",
+        ],
+    );
+    let started = Instant::now();
+    clean_stop(&mut p, &dir, Duration::from_secs(20), None);
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "--duration 2 took {:?} to exit\n{}",
+        started.elapsed(),
+        p.text()
+    );
+    let dir = scratch("wcycles-int");
+    let mut p = forwarding(
+        &dir,
+        &["--worker-cycles", "50000000", "--stats-interval", "0"],
+    );
+    std::thread::sleep(Duration::from_secs(1));
+    p.signal("INT");
+    let signalled = Instant::now();
+    let j = clean_stop(&mut p, &dir, Duration::from_secs(20), Some(2));
+    assert!(
+        signalled.elapsed() < Duration::from_secs(3),
+        "SIGINT took {:?} to stop the run\n{}",
+        signalled.elapsed(),
+        p.text()
+    );
+    assert!(j["tx_packets"].as_u64().unwrap() > 0, "{}", p.text());
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The wait for an absent memif server observes the stop: SIGINT ends it
+/// at once with one line naming the device, not after `--link-timeout`.
+#[test]
+fn sigint_ends_the_wait_for_a_memif_server() {
+    let _g = serial();
+    let sock = format!("/tmp/tqfwd-nosuch-sig-{}.sock", std::process::id());
+    let mut cmd = Command::new(bin());
+    cmd.args(eal_args(
+        "0-1",
+        &[format!(
+            "net_memif0,role=client,socket={sock},socket-abstract=no"
+        )],
+    ))
+    .args(["--", "--link-timeout", "60", "--duration", "1"])
+    .env("RUST_LOG", "info");
+    let mut p = Proc::spawn("tqfwd", &mut cmd);
+    p.wait_until("the wait for the server", Duration::from_secs(30), |t| {
+        t.contains("waiting up to 60 s for the memif server")
+    })
+    .unwrap();
+    p.signal("INT");
+    let st = p
+        .wait_exit(Duration::from_secs(3))
+        .unwrap_or_else(|| panic!("SIGINT did not end the wait\n{}", p.text()));
+    let text = p.text();
+    assert_eq!(st.code(), Some(2), "{text}");
+    assert!(
+        text.lines().any(
+            |l| l.starts_with("tqfwd: error: net_memif0: stopped while waiting")
+                && l.contains(&sock)
+        ),
+        "{text}"
     );
 }

@@ -300,3 +300,214 @@ fn class_conflicts_are_usage_errors() {
     );
     assert_usage_error(&run, "lcore 5 of class a is not in the EAL lcore set");
 }
+
+/// `--stats-json` that cannot take the report (a FIFO nobody reads, a
+/// directory, a path under a missing directory, a read-only filesystem) is
+/// a usage error before EAL starts, without blocking.
+#[test]
+fn stats_json_bad_paths_before_eal() {
+    let _g = serial();
+    let dir = scratch("jsonpaths");
+    let fifo = dir.join("fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(st.success());
+    let missing = dir.join("no-such-dir").join("stats.json");
+    let mut cases = vec![
+        (fifo.clone(), "FIFO nobody reads"),
+        (dir.clone(), "is a directory"),
+        (missing, "does not exist"),
+    ];
+    // /proc is read-only for new files even for root.
+    cases.push(("/proc/tqfwd-stats.json".into(), "cannot be written"));
+    for (path, needle) in cases {
+        let p = path.to_str().unwrap();
+        let run = run_with(
+            eal("0-1", &["net_null0", "net_null1"]),
+            &["--duration", "5", "--stats-json", p],
+        );
+        assert_usage_error(&run, needle);
+        let last = run.stderr.lines().last().unwrap_or("");
+        assert!(last.contains("--stats-json") && last.contains(p), "{last}");
+        assert!(
+            !run.stderr.contains("EAL:") && run.elapsed < Duration::from_secs(5),
+            "{p}: checked before EAL, not after the run\n{}",
+            run.describe()
+        );
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A FIFO with a reader gets the whole report; `/dev/full` is exit 1 with
+/// one line after the summary.
+#[test]
+fn stats_json_fifo_with_reader_and_dev_full() {
+    let _g = serial();
+    let dir = scratch("jsonfifo");
+    let fifo = dir.join("fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().expect("mkfifo");
+    assert!(st.success());
+    let reader = Command::new("cat")
+        .arg(&fifo)
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("cat");
+    let run = run_with(
+        eal("0-1", &["net_null0,size=64", "net_null1,size=64"]),
+        &["--duration", "1", "--stats-json", fifo.to_str().unwrap()],
+    );
+    assert_eq!(run.code(), 0, "{}", run.describe());
+    let got = reader.wait_with_output().expect("cat output");
+    let j: serde_json::Value = serde_json::from_slice(&got.stdout).expect("JSON through the FIFO");
+    assert_eq!(j["conservation_ok"], true);
+
+    let run = run_with(
+        eal("0-1", &["net_null0,size=64", "net_null1,size=64"]),
+        &["--duration", "1", "--stats-json", "/dev/full"],
+    );
+    assert_eq!(run.code(), 1, "{}", run.describe());
+    assert!(
+        run.stdout.contains("conservation rx = tx + drops"),
+        "the summary comes first\n{}",
+        run.describe()
+    );
+    let last = run.stderr.lines().last().unwrap_or("");
+    assert!(
+        last.starts_with("tqfwd: error: cannot write --stats-json /dev/full"),
+        "{}",
+        run.describe()
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Every `--vdev` must become a port: of three, the middle one failing its
+/// probe (missing or bad-magic pcap, unwritable tx_pcap, missing af_packet
+/// interface) is exit 2 naming it, not a run with the others renumbered.
+#[test]
+fn failed_device_probe_is_named() {
+    let _g = serial();
+    let dir = scratch("probe");
+    let good = dir.join("in.pcap");
+    tqfwd::pcap::write_all(&good, Vec::<Vec<u8>>::new()).unwrap();
+    let junk = dir.join("junk.pcap");
+    std::fs::write(&junk, b"this is not a pcap file at all").unwrap();
+    let port = |n: u32, rx: &std::path::Path, tx: std::path::PathBuf| {
+        format!(
+            "net_pcap{n},rx_pcap={},tx_pcap={}",
+            rx.display(),
+            tx.display()
+        )
+    };
+    let first = port(0, &good, dir.join("out0.pcap"));
+    let last = port(2, &good, dir.join("out2.pcap"));
+    for (bad, name) in [
+        (
+            port(1, &dir.join("nonexistent.pcap"), dir.join("o1.pcap")),
+            "net_pcap1",
+        ),
+        (port(1, &junk, dir.join("o1.pcap")), "net_pcap1"),
+        (port(1, &good, dir.join("no-such-dir/o1.pcap")), "net_pcap1"),
+        (
+            "net_af_packet1,iface=tqfwdnosuch0".to_string(),
+            "net_af_packet1",
+        ),
+    ] {
+        let run = run_with(eal("0-1", &[&first, &bad, &last]), &["--duration", "1"]);
+        assert_usage_error(&run, &format!("--vdev {name} did not become a port"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// A pool too small for the RX descriptors and one burst per lcore is a
+/// usage error saying what fits (not a silent run forwarding nothing).
+#[test]
+fn pool_too_small_says_what_fits() {
+    let _g = serial();
+    let run = run_with(
+        eal("0-1", &["net_null0", "net_null1"]),
+        &["--mbufs", "64", "--burst", "256", "--duration", "1"],
+    );
+    assert_usage_error(&run, "--mbufs 64 is too small");
+    assert!(
+        run.stderr.contains("need at least 2560 mbufs"),
+        "{}",
+        run.describe()
+    );
+}
+
+/// `--depth` beyond EAL's memory is a usage error naming `--depth` and the
+/// largest depth that fits, for both backends; that depth then runs.
+#[test]
+fn depth_beyond_memory_says_what_fits() {
+    let _g = serial();
+    for backend in ["tq", "ring"] {
+        let vdevs = ["net_null0,size=64", "net_null1,size=64"];
+        let run = run_with(
+            eal("0-1", &vdevs),
+            &[
+                "--backend",
+                backend,
+                "--depth",
+                "1048576",
+                "--duration",
+                "1",
+            ],
+        );
+        assert_usage_error(&run, "--depth 1048576 does not fit in EAL's memory");
+        let last = run.stderr.lines().last().unwrap_or("");
+        let fits = last
+            .split("at most --depth ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("{backend}: no depth that fits in {last}"));
+        let run = run_with(
+            eal("0-1", &vdevs),
+            &["--backend", backend, "--depth", fits, "--duration", "0.5"],
+        );
+        assert_eq!(
+            run.code(),
+            0,
+            "{backend}: --depth {fits}\n{}",
+            run.describe()
+        );
+    }
+}
+
+/// A memif client whose server is absent retries its start for
+/// `--link-timeout`, then one line names the device and the socket.
+#[test]
+fn memif_client_without_server_names_device_and_socket() {
+    let _g = serial();
+    let sock = format!("/tmp/tqfwd-nosuch-{}.sock", std::process::id());
+    let vdev = format!("net_memif0,role=client,socket={sock},socket-abstract=no");
+    let run = run_with(
+        eal("0-1", &[&vdev]),
+        &["--link-timeout", "1", "--duration", "1"],
+    );
+    assert_usage_error(&run, "net_memif0: no memif server on socket");
+    let last = run.stderr.lines().last().unwrap_or("");
+    assert!(
+        last.contains(&sock) && last.contains("start the server first or raise --link-timeout"),
+        "{last}"
+    );
+    assert!(
+        run.elapsed >= Duration::from_secs(1) && run.elapsed < Duration::from_secs(15),
+        "waited {:?}",
+        run.elapsed
+    );
+}
+
+/// Stats intervals below a millisecond print totals without rates.
+#[test]
+fn no_rates_below_a_millisecond() {
+    let _g = serial();
+    let run = run_with(
+        eal("0-1", &["net_null0,size=64", "net_null1,size=64"]),
+        &["--stats-interval", "0.0005", "--duration", "0.3"],
+    );
+    assert_eq!(run.code(), 0, "{}", run.describe());
+    let lines: Vec<&str> = run.stdout.lines().filter(|l| l.starts_with('[')).collect();
+    assert!(!lines.is_empty(), "{}", run.describe());
+    for l in lines {
+        assert!(!l.contains("Mpps") && l.contains("total rx"), "{l}");
+    }
+}

@@ -46,7 +46,9 @@ fn queue_error(label: &str, c: usize, e: QueueError) -> RunError {
         QueueError::BadBurst(_) | QueueError::BadDepth(_) | QueueError::NoProducers => {
             RunError::Usage(format!("{label} queue to consumer {c}: {e} (check --depth and --burst)"))
         }
-        QueueError::OutOfMemory { .. } => RunError::Runtime(format!("{label} queue to consumer {c}: {e}")),
+        QueueError::OutOfMemory { bytes } => RunError::OutOfMemory(format!(
+            "{label} queue to consumer {c}: {bytes} bytes of transfer units"
+        )),
     }
 }
 
@@ -102,7 +104,7 @@ pub fn build_link(
                 for (p, row) in senders.iter_mut().enumerate() {
                     let (tx, rx) =
                         Ring::<Packet>::spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
-                            .map_err(|e| RunError::Runtime(e.to_string()))?;
+                            .map_err(super::out_of_memory)?;
                     capacity += depth;
                     row[c] = Some(Box::new(tx));
                     receivers.push(Box::new(rx));
@@ -115,7 +117,7 @@ pub fn build_link(
                     socket,
                     senders.len(),
                 )
-                .map_err(|e| RunError::Runtime(e.to_string()))?;
+                .map_err(super::out_of_memory)?;
                 capacity += depth;
                 for (row, tx) in senders.iter_mut().zip(txs) {
                     row[c] = Some(Box::new(tx));
@@ -156,12 +158,13 @@ mod tests {
                     "{m}"
                 );
             }
-            RunError::Runtime(m) => panic!("not a usage error: {m}"),
+            RunError::Runtime(m) | RunError::OutOfMemory(m) => panic!("not a usage error: {m}"),
         }
-        // Memory refused at run time is not the user's sizes.
+        // Memory refused is reported as such (run() then finds the
+        // largest --depth that fits).
         assert!(matches!(
             queue_error("wt", 0, QueueError::OutOfMemory { bytes: 64 }),
-            RunError::Runtime(_)
+            RunError::OutOfMemory(_)
         ));
     }
 }

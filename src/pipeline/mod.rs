@@ -20,11 +20,11 @@ pub mod rate;
 pub mod stages;
 pub mod telemetry;
 
-use crate::cli::{OnFull, Options};
+use crate::cli::{OnFull, Options, RequestedDevice};
 use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
 use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
-use handoff::{build_link, InputSet};
+use handoff::{build_link, InputSet, Link};
 use lifecycle::{PortGates, PortMonitor};
 use stages::{PortMap, RxStage, TxStage, WorkerStage};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -38,6 +38,9 @@ pub enum RunError {
     Usage(String),
     /// DPDK refused at run time: exit 1.
     Runtime(String),
+    /// A queue or pool did not fit in EAL's memory (turned into a usage
+    /// error naming the option before `run` returns).
+    OutOfMemory(String),
 }
 
 impl From<dpdk::DpdkError> for RunError {
@@ -116,6 +119,27 @@ impl RoleLayout {
     }
 }
 
+/// The first requested device that no port came from. A port comes from a
+/// device when its name is the device's name, or starts with it followed
+/// by `_` (ports a PCI device spawns, e.g. representors).
+pub fn missing_device<'a>(
+    requested: &'a [RequestedDevice],
+    port_names: &[String],
+) -> Option<&'a RequestedDevice> {
+    requested.iter().find(|d| {
+        !port_names.iter().any(|p| {
+            let p = if d.option == "--vdev" {
+                p.clone()
+            } else {
+                crate::cli::canonical_device_name(p)
+            };
+            p == d.name
+                || p.strip_prefix(d.name.as_str())
+                    .is_some_and(|rest| rest.starts_with('_'))
+        })
+    })
+}
+
 /// l2fwd pairing: 0<->1, 2<->3; an odd last port forwards to itself.
 pub fn peer_port(index: usize, n_ports: usize) -> usize {
     if index % 2 == 0 {
@@ -148,6 +172,59 @@ pub fn pool_size(
         + lcores * buffers_per_lcore * dpdk::mbuf::MAX_BURST
         + lcores * cache * 3 / 2
         + 1024
+}
+
+/// Per-lcore mempool cache tqfwd asks for when the pool is large enough.
+const POOL_CACHE: usize = 256;
+
+/// What a socket's pool must hold whatever its size: every RX descriptor
+/// of the socket's ports filled, and one burst in flight per lcore. The
+/// per-lcore caches get only what is left over, so they never strand the
+/// mbufs the datapath needs.
+struct PoolSizing {
+    rx_descriptors: usize,
+    lcores: usize,
+    burst: usize,
+}
+
+impl PoolSizing {
+    fn minimum(&self) -> usize {
+        self.rx_descriptors + self.lcores * self.burst
+    }
+
+    /// `--mbufs n` on socket `socket`: a usage error saying what fits when
+    /// `n` is below [`minimum`](Self::minimum).
+    fn check(&self, n: usize, socket: i32) -> Result<(), String> {
+        let need = self.minimum();
+        if n < need {
+            return Err(format!(
+                "--mbufs {n} is too small for socket {socket}: {} RX descriptors + {} lcores x --burst {} need at least {need} mbufs: raise --mbufs to {need} or more, or lower --rx-desc or --burst",
+                self.rx_descriptors, self.lcores, self.burst
+            ));
+        }
+        Ok(())
+    }
+
+    /// The per-lcore cache for a pool of `size`: caches may hold 1.5x
+    /// their size each, so together they get at most half of what the
+    /// minimum leaves.
+    fn cache(&self, size: usize) -> usize {
+        let spare = size.saturating_sub(self.minimum());
+        POOL_CACHE
+            .min(size / 3)
+            .min(spare / (3 * self.lcores.max(1)))
+            .min(512)
+    }
+}
+
+/// A DPDK allocation error: out of memory (ENOMEM, ENOSPC) becomes
+/// [`RunError::OutOfMemory`], the rest a runtime error.
+pub(crate) fn out_of_memory(e: dpdk::DpdkError) -> RunError {
+    if e.code == libc::ENOMEM || e.code == libc::ENOSPC {
+        RunError::OutOfMemory(format!("{}: {}", e.call, e.text))
+    } else {
+        RunError::Runtime(e.to_string())
+    }
 }
 
 /// Progress of the shutdown, shared by all lcores.
@@ -262,6 +339,16 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let main = eal.main_lcore();
     let layout = RoleLayout::resolve(opts, &lcores, main).map_err(RunError::Usage)?;
     let ports = Port::all();
+    let port_names: Vec<String> = ports
+        .iter()
+        .map(|p| p.info().map(|i| i.name).unwrap_or_default())
+        .collect();
+    if let Some(d) = missing_device(&opts.devices, &port_names) {
+        return Err(RunError::Usage(format!(
+            "{} {} did not become a port (its probe failed, see EAL's log above): fix its arguments or remove it",
+            d.option, d.name
+        )));
+    }
     if ports.is_empty() {
         return Err(RunError::Usage(
             "no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/".into(),
@@ -404,7 +491,8 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .join(" ")
     );
 
-    // --- hand-off links (queues on the consumer's socket) ---
+    // --- hand-off links (queues on the consumer's socket) and mempools,
+    // one per socket that has ports ---
     let worker_sockets: Vec<i32> = workers
         .iter()
         .map(|&l| eal.lcore_socket(l) as i32)
@@ -414,26 +502,6 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         .iter()
         .map(|&l| eal.lcore_socket(l) as i32)
         .collect();
-    let rx_link = build_link(
-        "rw",
-        opts.backend,
-        opts.topology,
-        rx_stages.len(),
-        &worker_sockets,
-        depth,
-        burst,
-    )?;
-    let tx_link = build_link(
-        "wt",
-        opts.backend,
-        opts.topology,
-        n_workers,
-        &tx_sockets,
-        depth,
-        burst,
-    )?;
-
-    // --- mempools, one per socket that has ports ---
     let mut rxd = opts.rx_desc;
     let mut txd = opts.tx_desc;
     let mut all_lcores: Vec<Lcore> = rx_stages
@@ -445,40 +513,94 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     all_lcores.sort_unstable();
     all_lcores.dedup();
     let buffers_per_lcore = 1 + n_workers + 1 + n_tx + 1 + ports.len();
-    const CACHE: usize = 256;
     let mut sockets: Vec<i32> = infos
         .iter()
         .map(|i| socket_or(i.socket, main_socket))
         .collect();
     sockets.sort_unstable();
     sockets.dedup();
-    let mut pools: Vec<Mempool> = Vec::new();
-    for &s in &sockets {
-        let n_ports_here = infos
-            .iter()
-            .filter(|i| socket_or(i.socket, main_socket) == s)
-            .count();
-        let descriptors =
-            n_ports_here * (rxd as usize * (n_rx + classes.len()) + txd as usize * n_tx);
-        let size = match opts.mbufs {
-            Some(n) => n as usize,
-            None => pool_size(
-                descriptors,
-                rx_link.capacity + tx_link.capacity,
-                all_lcores.len(),
-                buffers_per_lcore,
-                CACHE,
-            ),
-        };
-        log::info!("mempool on socket {s}: {size} mbufs ({descriptors} for descriptors, {} for hand-off queues)", rx_link.capacity + tx_link.capacity);
-        let cache = CACHE.min(size * 2 / 3 / 2).min(512);
-        pools.push(Mempool::create(
-            &format!("tqfwd_pool_s{s}"),
-            size as u32,
-            cache as u32,
-            s,
-        )?);
-    }
+    let allocate = |depth: usize, quiet: bool| -> Result<(Link, Link, Vec<Mempool>), RunError> {
+        let rx_link = build_link(
+            "rw",
+            opts.backend,
+            opts.topology,
+            rx_stages.len(),
+            &worker_sockets,
+            depth,
+            burst,
+        )?;
+        let tx_link = build_link(
+            "wt",
+            opts.backend,
+            opts.topology,
+            n_workers,
+            &tx_sockets,
+            depth,
+            burst,
+        )?;
+        let mut pools: Vec<Mempool> = Vec::new();
+        for &s in &sockets {
+            let n_ports_here = infos
+                .iter()
+                .filter(|i| socket_or(i.socket, main_socket) == s)
+                .count();
+            let rx_descriptors = n_ports_here * opts.rx_desc as usize * (n_rx + classes.len());
+            let descriptors = rx_descriptors + n_ports_here * opts.tx_desc as usize * n_tx;
+            let queued = rx_link.capacity + tx_link.capacity;
+            let sizing = PoolSizing {
+                rx_descriptors,
+                lcores: all_lcores.len(),
+                burst,
+            };
+            let size = match opts.mbufs {
+                Some(n) => {
+                    sizing.check(n as usize, s).map_err(RunError::Usage)?;
+                    n as usize
+                }
+                None => pool_size(
+                    descriptors,
+                    queued,
+                    all_lcores.len(),
+                    buffers_per_lcore,
+                    POOL_CACHE,
+                ),
+            };
+            if !quiet {
+                log::info!("mempool on socket {s}: {size} mbufs ({descriptors} for descriptors, {queued} for hand-off queues)");
+            }
+            pools.push(
+                Mempool::create(
+                    &format!("tqfwd_pool_s{s}"),
+                    size as u32,
+                    sizing.cache(size) as u32,
+                    s,
+                )
+                .map_err(out_of_memory)?,
+            );
+        }
+        Ok((rx_link, tx_link, pools))
+    };
+    let (rx_link, tx_link, pools) = match allocate(depth, false) {
+        Ok(a) => a,
+        Err(RunError::OutOfMemory(what)) => {
+            // Say what fits: the largest --depth whose queues and pools fit.
+            let fits = std::iter::successors(Some(depth / 2), |d| Some(d / 2))
+                .take_while(|&d| d >= 2)
+                .find(|&d| allocate(d, true).is_ok());
+            return Err(RunError::Usage(match (fits, opts.mbufs) {
+                (Some(d), _) => format!(
+                    "--depth {depth} does not fit in EAL's memory ({what}): at most --depth {d} fits with these lcores and ports, or give EAL more memory (-m, huge pages)"
+                ),
+                (None, Some(n)) => format!(
+                    "--mbufs {n} does not fit in EAL's memory ({what}): lower --mbufs or give EAL more memory (-m, huge pages)"
+                ),
+                (None, None) => format!(
+                    "the hand-off queues and mempools do not fit in EAL's memory ({what}): give EAL more memory (-m, huge pages) or use fewer lcores"
+                ),
+            }));
+        }
+        Err(e) => return Err(e),
+    };
     let pool_for = |socket: i32| -> &Mempool {
         pools
             .iter()
@@ -536,6 +658,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         let plan = &frame_plans[i];
         let (r, t) = bring_up(
             *port,
+            info,
             n_rx + n_class_q,
             n_tx,
             rss_hf,
@@ -562,6 +685,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                     port.stop()?;
                     bring_up(
                         *port,
+                        info,
                         n_rx,
                         n_tx,
                         rss_hf,
@@ -909,6 +1033,8 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             hw_opackets: hw.opackets,
             hw_imissed: hw.imissed,
             hw_rx_nombuf: hw.rx_nombuf,
+            hw_ierrors: hw.ierrors,
+            hw_oerrors: hw.oerrors,
         });
     }
     open_ports.close_all();
@@ -1027,6 +1153,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
 #[allow(clippy::too_many_arguments)]
 fn bring_up(
     port: Port,
+    info: &PortInfo,
     n_rxq: usize,
     n_tx: usize,
     rss_hf: u64,
@@ -1052,8 +1179,52 @@ fn bring_up(
     for q in 0..n_tx {
         port.setup_tx_queue(q as u16, t, socket)?;
     }
-    port.start()?;
+    start_port(port, info, opts)?;
     Ok((r, t))
+}
+
+/// Starts `port`. A memif client cannot start while its server is absent
+/// (its start fails connecting to the socket): the start is retried every
+/// 100 ms until `--link-timeout` passes or a stop is requested, then one
+/// line (exit 2) names the device and its socket.
+fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), RunError> {
+    let device = opts.devices.iter().find(|d| d.name == info.name);
+    let memif_client =
+        info.driver == "net_memif" && device.and_then(|d| d.devarg("role")) != Some("server");
+    let socket = device
+        .and_then(|d| d.devarg("socket"))
+        .unwrap_or("/run/memif.sock");
+    let deadline = Instant::now() + Duration::from_secs_f64(opts.link_timeout);
+    let mut waiting = false;
+    loop {
+        let e = match port.start() {
+            Ok(()) => return Ok(()),
+            Err(e) if !memif_client => return Err(e.into()),
+            Err(e) => e,
+        };
+        if signal::quit_requested() {
+            return Err(RunError::Usage(format!(
+                "{}: stopped while waiting for the memif server on socket {socket}: start the server first",
+                info.name
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(RunError::Usage(format!(
+                "{}: no memif server on socket {socket} within --link-timeout {} s ({}): start the server first or raise --link-timeout",
+                info.name, opts.link_timeout, e.text
+            )));
+        }
+        if !waiting {
+            waiting = true;
+            log::info!(
+                "port {} ({}): waiting up to {} s for the memif server on {socket}",
+                info.port,
+                info.name,
+                opts.link_timeout
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 /// Validates and creates one rte_flow rule per class (class k to queue
@@ -1145,8 +1316,8 @@ fn wait_for_links(ports: &[Port], timeout_s: f64) {
 }
 
 /// Prints a stats line every `interval` seconds (with port error counters
-/// when non-zero), keeps the live mbuf count for telemetry, and requests the
-/// quit after `duration`, until `finished`.
+/// when non-zero), logs the totals on SIGUSR1, keeps the live mbuf count for
+/// telemetry, and requests the quit after `duration`, until `finished`.
 fn stats_thread(
     finished: &AtomicBool,
     live: &telemetry::Live,
@@ -1172,6 +1343,10 @@ fn stats_thread(
             if t >= d && !signal::quit_requested() {
                 signal::request_quit();
             }
+        }
+        if signal::take_totals_request() {
+            let now = Totals::collect(live.lcores.iter().map(|(_, _, c)| &**c));
+            log::info!("SIGUSR1: {}", stats::totals_line(t, &now));
         }
         if interval > 0.0 && t >= next_line {
             let now = Totals::collect(live.lcores.iter().map(|(_, _, c)| &**c));
@@ -1206,6 +1381,38 @@ fn stats_thread(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_requested_device_is_a_port() {
+        let req = crate::cli::requested_devices(
+            &[
+                "tqfwd",
+                "--vdev=net_pcap0,x=1",
+                "--vdev=net_pcap1",
+                "-a",
+                "01:00.0",
+            ]
+            .map(String::from),
+        );
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(
+            missing_device(&req, &names(&["net_pcap0", "net_pcap1", "0000:01:00.0"])).is_none()
+        );
+        assert!(missing_device(
+            &req,
+            &names(&["net_pcap0", "net_pcap1", "0000:01:00.0_representor_vf0"])
+        )
+        .is_none());
+        assert_eq!(
+            missing_device(&req, &names(&["net_pcap0", "0000:01:00.0"])).map(|d| d.name.as_str()),
+            Some("net_pcap1")
+        );
+        assert_eq!(
+            missing_device(&req, &names(&["net_pcap0", "net_pcap1", "0000:01:00.1"]))
+                .map(|d| d.option),
+            Some("-a")
+        );
+    }
 
     #[test]
     fn pairing() {

@@ -38,6 +38,33 @@ pub const TX_RETRIES: u32 = 64;
 /// take what the TX stage holds before freeing it as `tx_full`.
 pub const TX_STALL_GIVE_UP_S: f64 = 1.0;
 
+/// `--worker-cycles`: TSC cycles spun between two reads of the stop flag.
+/// One load per chunk keeps the check off the spin's cost; a stop then
+/// cuts a packet's work short within about a microsecond.
+pub const SPIN_CHUNK: u64 = 4096;
+
+/// Busy-loops `cycles` TSC cycles (synthetic per-packet work); false when a
+/// stop was requested before or during the spin (the work is cut short).
+#[inline]
+fn synthetic_work(cycles: u64) -> bool {
+    let start = dpdk::rdtsc_inline();
+    let mut check = start;
+    loop {
+        let now = dpdk::rdtsc_inline();
+        let spent = now.wrapping_sub(start);
+        if spent >= cycles {
+            return true;
+        }
+        if now.wrapping_sub(check) >= SPIN_CHUNK {
+            if crate::dpdk::signal::quit_requested() {
+                return false;
+            }
+            check = now;
+        }
+        std::hint::spin_loop();
+    }
+}
+
 /// Maps a 32-bit hash onto 0..n without a division (Lemire's reduction).
 #[inline]
 fn reduce(hash: u32, n: u32) -> usize {
@@ -487,7 +514,13 @@ impl WorkerStage {
         bump(&counters.worker_packets, n as u64);
         let map = &*self.map;
         let rewrite = self.rewrite;
-        let work_cycles = self.work_cycles;
+        // Once a stop is requested the synthetic work is skipped (the packets
+        // are still forwarded), so a drain never waits for it.
+        let mut work_cycles = if self.work_cycles != 0 && crate::dpdk::signal::quit_requested() {
+            0
+        } else {
+            self.work_cycles
+        };
         let mut class_counts = [0u64; 6];
         let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
         let runts = self.inbuf.retain_or_free(|m| {
@@ -507,11 +540,8 @@ impl WorkerStage {
                     m.write_at(6, src);
                 }
             }
-            if work_cycles != 0 {
-                let start = dpdk::rdtsc_inline();
-                while dpdk::rdtsc_inline().wrapping_sub(start) < work_cycles {
-                    std::hint::spin_loop();
-                }
+            if work_cycles != 0 && !synthetic_work(work_cycles) {
+                work_cycles = 0;
             }
             true
         });
@@ -566,8 +596,9 @@ pub struct TxStage {
     holds: Vec<Hold>,
     /// Buckets hold packets a port refused.
     pending: bool,
-    /// During shutdown: when to give up on a stalled port.
-    give_up_at: Option<u64>,
+    /// During shutdown: when to give up on a stalled port, and how many
+    /// stop signals had arrived then (one more gives up at once).
+    give_up_at: Option<(u64, u32)>,
     pub done: bool,
 }
 
@@ -677,10 +708,12 @@ impl TxStage {
             if self.pending {
                 if crate::dpdk::signal::quit_requested() {
                     let now = dpdk::rdtsc();
-                    let deadline = *self
-                        .give_up_at
-                        .get_or_insert(now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64);
-                    if now >= deadline {
+                    let signals = crate::dpdk::signal::stop_signals();
+                    let (deadline, seen) = *self.give_up_at.get_or_insert((
+                        now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64,
+                        signals,
+                    ));
+                    if now >= deadline || signals > seen {
                         self.drop_pending();
                     }
                 }

@@ -135,6 +135,7 @@ impl Live {
                         ("hw_opackets".into(), u(hw.opackets)),
                         ("hw_imissed".into(), u(hw.imissed)),
                         ("hw_ierrors".into(), u(hw.ierrors)),
+                        ("hw_oerrors".into(), u(hw.oerrors)),
                         ("hw_rx_nombuf".into(), u(hw.rx_nombuf)),
                     ]),
                 )

@@ -22,8 +22,14 @@ pub fn serial() -> MutexGuard<'static, ()> {
     SERIAL.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// The binary under test: `TQFWD_TEST_BIN` when set (to run the tests
+/// against another build, e.g. to show a new test fails on the old code),
+/// else the one cargo built.
 pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_tqfwd")
+    static BIN: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        std::env::var("TQFWD_TEST_BIN").unwrap_or_else(|_| env!("CARGO_BIN_EXE_tqfwd").into())
+    })
 }
 
 /// True when enough free 2 MiB huge pages and a hugetlbfs mount exist.

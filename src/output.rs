@@ -1,0 +1,222 @@
+//! Output files (`--stats-json`): opened before EAL starts, so a path that
+//! cannot take the report is a usage error before any forwarding, and
+//! written at the end without ever blocking for good.
+//!
+//! The open never blocks: `O_NONBLOCK` makes a FIFO nobody reads fail with
+//! `ENXIO` instead of waiting for a reader. The file stays open for the
+//! run (a FIFO's reader sees no EOF before the report). The final write to
+//! a FIFO whose reader stops reading waits at most a bound, and less when
+//! the caller's `interrupted` says so (a new stop signal).
+
+use std::fs::File;
+use std::io::{ErrorKind, Seek, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// How long the final write waits for a FIFO reader that takes nothing.
+pub const WRITE_STALL_LIMIT: Duration = Duration::from_secs(10);
+
+/// An output file named by an option, open since before EAL.
+pub struct OutputFile {
+    option: &'static str,
+    path: PathBuf,
+    file: File,
+    regular: bool,
+    /// Created by the open: removed again when nothing was written.
+    created: bool,
+    written: bool,
+}
+
+impl OutputFile {
+    /// Opens `path` for writing (created if missing, not truncated yet)
+    /// without blocking. `Err` is one line naming `option`, the path and
+    /// what to change.
+    pub fn open(option: &'static str, path: &Path) -> Result<OutputFile, String> {
+        let shown = path.display();
+        if path.is_dir() {
+            return Err(format!(
+                "{option} {shown} is a directory: give a file path (e.g. {})",
+                path.join("stats.json").display()
+            ));
+        }
+        let existed = path.symlink_metadata().is_ok();
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+            .open(path)
+            .map_err(|e| match e.raw_os_error() {
+                Some(libc::ENXIO) => format!(
+                    "{option} {shown} is a FIFO nobody reads: start its reader first (e.g. `cat {shown} &`) or give a regular file"
+                ),
+                Some(libc::EISDIR) => {
+                    format!("{option} {shown} is a directory: give a file path")
+                }
+                Some(libc::ENOENT) if !parent_exists(path) => format!(
+                    "{option} {shown}: its directory does not exist: create it or choose another path"
+                ),
+                _ => format!("{option} {shown} cannot be written ({e}): choose a writable path"),
+            })?;
+        let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
+        Ok(OutputFile {
+            option,
+            path: path.to_path_buf(),
+            file,
+            regular,
+            created: !existed,
+            written: false,
+        })
+    }
+
+    /// Replaces the contents with `data`. A reader that takes nothing for
+    /// `stall_limit`, or `interrupted()` turning true while the write
+    /// waits, ends it with an error line; so does any write error.
+    pub fn write_all_bounded(
+        &mut self,
+        data: &[u8],
+        stall_limit: Duration,
+        interrupted: impl Fn() -> bool,
+    ) -> Result<(), String> {
+        self.written = true;
+        let fail = |what: String| {
+            format!(
+                "cannot write {} {}: {what}",
+                self.option,
+                self.path.display()
+            )
+        };
+        if self.regular {
+            self.file
+                .set_len(0)
+                .and_then(|_| self.file.rewind())
+                .map_err(|e| fail(e.to_string()))?;
+        }
+        let mut off = 0;
+        let mut progress = Instant::now();
+        while off < data.len() {
+            match self.file.write(&data[off..]) {
+                Ok(0) => return Err(fail("the file takes no more data".into())),
+                Ok(n) => {
+                    off += n;
+                    progress = Instant::now();
+                }
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if e.kind() == ErrorKind::WouldBlock => {
+                    if interrupted() {
+                        return Err(fail(format!(
+                            "stopped by a signal with {off} of {} bytes written",
+                            data.len()
+                        )));
+                    }
+                    if progress.elapsed() >= stall_limit {
+                        return Err(fail(format!(
+                            "its reader took nothing for {} s ({off} of {} bytes written): keep it reading",
+                            stall_limit.as_secs_f64(),
+                            data.len()
+                        )));
+                    }
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(e) => return Err(fail(e.to_string())),
+            }
+        }
+        self.file.flush().map_err(|e| fail(e.to_string()))
+    }
+}
+
+fn parent_exists(path: &Path) -> bool {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.is_dir(),
+        _ => true,
+    }
+}
+
+impl Drop for OutputFile {
+    fn drop(&mut self) {
+        // A run that ended before its report leaves no empty file behind.
+        if self.created && !self.written && self.regular {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scratch(name: &str) -> PathBuf {
+        let d = std::env::temp_dir().join(format!("tqfwd-output-{}-{name}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&d);
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    fn mkfifo(p: &Path) {
+        let st = std::process::Command::new("mkfifo")
+            .arg(p)
+            .status()
+            .unwrap();
+        assert!(st.success());
+    }
+
+    #[test]
+    fn bad_paths_are_one_line_naming_the_option() {
+        let d = scratch("bad");
+        let fifo = d.join("fifo");
+        mkfifo(&fifo);
+        for (path, needle) in [
+            (d.clone(), "is a directory"),
+            (fifo.clone(), "FIFO nobody reads"),
+            (d.join("missing/stats.json"), "does not exist"),
+        ] {
+            let e = OutputFile::open("--stats-json", &path).err().unwrap();
+            assert!(
+                e.starts_with("--stats-json ") && e.contains(needle) && !e.contains('\n'),
+                "{e}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn regular_file_replaced_and_unused_file_removed() {
+        let d = scratch("reg");
+        let p = d.join("out.json");
+        drop(OutputFile::open("--stats-json", &p).unwrap());
+        assert!(!p.exists(), "an unwritten new file is removed");
+        std::fs::write(&p, "old contents that are longer").unwrap();
+        let mut f = OutputFile::open("--stats-json", &p).unwrap();
+        f.write_all_bounded(b"new", Duration::from_secs(1), || false)
+            .unwrap();
+        drop(f);
+        assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn stalled_fifo_reader_is_bounded_and_interruptible() {
+        let d = scratch("fifo");
+        let fifo = d.join("fifo");
+        mkfifo(&fifo);
+        // A reader that never reads.
+        let _reader = std::fs::OpenOptions::new()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(&fifo)
+            .unwrap();
+        let big = vec![b'x'; 4 << 20];
+        let mut f = OutputFile::open("--stats-json", &fifo).unwrap();
+        let t = Instant::now();
+        let e = f
+            .write_all_bounded(&big, Duration::from_millis(200), || false)
+            .unwrap_err();
+        assert!(e.contains("took nothing"), "{e}");
+        assert!(t.elapsed() < Duration::from_secs(2));
+        let e = f
+            .write_all_bounded(&big, Duration::from_secs(60), || true)
+            .unwrap_err();
+        assert!(e.contains("stopped by a signal"), "{e}");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+}
