@@ -29,6 +29,8 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
             "1024",
             "--worker-cycles",
             "3000",
+            "--debug-stall-worker",
+            "0:300",
             "--on-full",
             "wait",
             "--duration",
@@ -136,7 +138,9 @@ fn failing_stdout_keeps_the_run_and_its_summary() {
 /// pool: net_pcap counts a frame whose first mbuf is missing as
 /// `rx_nombuf` and one whose later segments find none as `ierrors` (rarely
 /// hit: the pool usually runs dry at a frame's first mbuf), so every frame
-/// of the file is received, `rx_nombuf` or `ierrors`.
+/// of the file is received, `rx_nombuf` or `ierrors`. The worker stalls
+/// for 300 ms at its first packet, so the hand-off queue (1024 packets,
+/// 5 mbufs each) holds the pool's 600 mbufs whatever the timing.
 #[test]
 fn port_error_counters_in_summary_and_json() {
     let _g = serial();
@@ -167,6 +171,8 @@ fn port_error_counters_in_summary_and_json() {
             "1024",
             "--worker-cycles",
             "3000",
+            "--debug-stall-worker",
+            "0:300",
             "--on-full",
             "wait",
             "--duration",
