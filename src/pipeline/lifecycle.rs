@@ -8,8 +8,9 @@
 //!   each online lcore has reported it: every burst that began before the
 //!   call has then returned, and every later one sees what was stored before
 //!   the call.
-//! - [`PortGates`] holds one "polled" flag per port, read (Acquire) before
-//!   each RX or TX burst; [`PortGates::close`] clears it and synchronizes.
+//! - [`PortGates`] publishes one word, the mask of ports the lcores must
+//!   not burst on, read (Acquire) once per RX poll and once per TX flush;
+//!   [`PortGates::close`] sets a port's bit and synchronizes.
 //! - [`PortMonitor`] (a control thread, never an lcore) polls link state,
 //!   logs each change once, closes a port whose link went down and opens it
 //!   when it is back; a memif *client* is reconnected by stopping and
@@ -32,7 +33,8 @@
 //! synchronizes, and asks to run again after the events that are pending.
 //! The interrupt thread runs one callback at a time, so while it is parked
 //! no memif callback runs; lcores call a memif burst only after reading
-//! `memif_open` set (Acquire), inside one loop iteration; and the park ends
+//! the blocked mask with memif's bits clear (Acquire, set only while
+//! `memif_open`), inside one loop iteration; and the park ends
 //! only after every such burst has returned (synchronize). Hence no memif
 //! connect or disconnect overlaps a memif burst, and a burst after a
 //! disconnect sees the CONNECTED flag cleared (the park that opened for it
@@ -41,10 +43,10 @@
 //! parked while no memif port is polled: a reconnect handshake runs at the
 //! interrupt thread's own speed.
 //!
-//! Cost: on ports that are not memif, one Acquire load per burst (a plain
-//! load on x86) of a flag that only changes when the link does. On memif
-//! ports a second one, and a gap of one pass of the interrupt thread's event
-//! loop (microseconds) every [`MEMIF_HOLD`], during which memif ports are
+//! Cost: one Acquire load (a plain load on x86) per RX poll and per TX
+//! flush, of a word that changes only when a link does or memif's park
+//! turns; a bit test per queue. On memif ports, a gap of one pass of the
+//! interrupt thread's event loop (microseconds) every [`MEMIF_HOLD`], during which memif ports are
 //! skipped (RX) or refuse (TX, counted as for a full ring). Other interrupt
 //! work (alarms, other PMDs' events) waits up to [`MEMIF_HOLD`] while memif
 //! ports are polled.
@@ -54,7 +56,7 @@ use crate::dpdk::{DpdkError, Port};
 use crate::stats::MAX_PORTS;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 /// How long the interrupt thread stays parked (memif ports polled) before
@@ -137,13 +139,36 @@ impl Quiescence {
     }
 }
 
+/// Ports the lcores must not call a burst on: bit `p` set = port `p`
+/// blocked. Read once per poll.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PortMask(u64);
+
+impl PortMask {
+    #[inline]
+    pub fn has(self, port: u16) -> bool {
+        self.0 & (1u64 << (port as usize % MAX_PORTS)) != 0
+    }
+}
+
+const _: () = assert!(MAX_PORTS <= 64);
+
+/// What the writers (monitor, memif park) decided; `blocked` is derived
+/// from it under the lock.
+struct GateState {
+    /// Ports closed by the lifecycle (link down, stopped).
+    closed: u64,
+    /// The interrupt thread is parked (memif bursts allowed).
+    memif_open: bool,
+}
+
 /// Which ports the lcores may poll (module doc).
 pub struct PortGates {
-    polled: [AtomicBool; MAX_PORTS],
-    /// Set at setup: the port is a memif port (also needs `memif_open`).
-    memif: [bool; MAX_PORTS],
-    /// Set only while [`MemifPark`] holds the interrupt thread.
-    memif_open: AtomicBool,
+    /// `closed | (memif ports unless memif_open)`: the one word lcores read.
+    blocked: CachePadded<AtomicU64>,
+    /// Set at setup: which ports are memif ports.
+    memif: u64,
+    state: Mutex<GateState>,
     pub quiescence: Quiescence,
 }
 
@@ -151,44 +176,78 @@ impl PortGates {
     /// Every port polled; `memif[p]`: port p is a memif port. `slots`: the
     /// lcores that poll ports.
     pub fn new(memif: [bool; MAX_PORTS], slots: usize) -> PortGates {
+        let memif = memif
+            .iter()
+            .enumerate()
+            .filter(|(_, &m)| m)
+            .fold(0u64, |acc, (p, _)| acc | 1 << p);
         PortGates {
-            polled: std::array::from_fn(|_| AtomicBool::new(true)),
+            blocked: CachePadded::new(AtomicU64::new(memif)),
             memif,
-            memif_open: AtomicBool::new(false),
+            state: Mutex::new(GateState {
+                closed: 0,
+                memif_open: false,
+            }),
             quiescence: Quiescence::new(slots),
         }
     }
 
-    /// May an lcore call a burst on `port` now? Only valid inside one loop
-    /// iteration (between two quiescence reports).
+    /// The ports an lcore must skip in this loop iteration (between two
+    /// quiescence reports): one load per poll.
+    #[inline]
+    pub fn blocked(&self) -> PortMask {
+        PortMask(self.blocked.load(Ordering::Acquire))
+    }
+
+    /// May an lcore call a burst on `port` now (same rule as [`blocked`](Self::blocked))?
     #[inline]
     pub fn pollable(&self, port: u16) -> bool {
-        let p = port as usize % MAX_PORTS;
-        self.polled[p].load(Ordering::Acquire)
-            && (!self.memif[p] || self.memif_open.load(Ordering::Acquire))
+        !self.blocked().has(port)
+    }
+
+    /// Applies `f` to the state and publishes the derived mask.
+    fn update(&self, f: impl FnOnce(&mut GateState)) {
+        let mut st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        f(&mut st);
+        let memif_blocked = if st.memif_open { 0 } else { self.memif };
+        self.blocked
+            .store(st.closed | memif_blocked, Ordering::SeqCst);
+    }
+
+    fn closed(&self) -> u64 {
+        self.state.lock().unwrap_or_else(|e| e.into_inner()).closed
     }
 
     pub fn is_polled(&self, port: u16) -> bool {
-        self.polled[port as usize % MAX_PORTS].load(Ordering::Acquire)
+        self.closed() & (1u64 << (port as usize % MAX_PORTS)) == 0
     }
 
     /// Stops the lcores polling `port`; returns once none is in its bursts.
     pub fn close(&self, port: u16) {
-        self.polled[port as usize % MAX_PORTS].store(false, Ordering::SeqCst);
+        self.update(|st| st.closed |= 1u64 << (port as usize % MAX_PORTS));
         self.quiescence.synchronize();
     }
 
     /// Lets the lcores poll `port` again (after it was started).
     pub fn open(&self, port: u16) {
-        self.polled[port as usize % MAX_PORTS].store(true, Ordering::Release);
+        self.update(|st| st.closed &= !(1u64 << (port as usize % MAX_PORTS)));
+    }
+
+    /// memif bursts allowed (true) or not; after `false` returns, no lcore
+    /// is in a memif burst.
+    fn set_memif_open(&self, open: bool) {
+        self.update(|st| st.memif_open = open);
+        if !open {
+            self.quiescence.synchronize();
+        }
     }
 
     fn any_memif_polled(&self) -> bool {
-        (0..MAX_PORTS).any(|p| self.memif[p] && self.polled[p].load(Ordering::Acquire))
+        self.memif & !self.closed() != 0
     }
 
     pub fn has_memif(&self) -> bool {
-        self.memif.iter().any(|&m| m)
+        self.memif != 0
     }
 }
 
@@ -211,13 +270,12 @@ impl ParkState {
         if !wanted() {
             return false;
         }
-        self.gates.memif_open.store(true, Ordering::Release);
+        self.gates.set_memif_open(true);
         let until = Instant::now() + MEMIF_HOLD;
         while wanted() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
         }
-        self.gates.memif_open.store(false, Ordering::SeqCst);
-        self.gates.quiescence.synchronize();
+        self.gates.set_memif_open(false);
         wanted()
     }
 }

@@ -273,6 +273,8 @@ impl RxStage {
         // Start at a different port each poll: under back-pressure the poll
         // ends early, and a fixed start would starve the later ports.
         let nq = self.queues.len();
+        // Ports closed by the lifecycle are skipped (one load per pass).
+        let blocked = self.gates.blocked();
         self.first_queue = if self.first_queue + 1 >= nq {
             0
         } else {
@@ -290,7 +292,7 @@ impl RxStage {
             if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
                 break;
             }
-            if !self.gates.pollable(port.id()) {
+            if blocked.has(port.id()) {
                 continue;
             }
             let n = port.rx_burst(queue, &mut self.rx, self.burst.min(allowance));
@@ -645,6 +647,8 @@ impl TxStage {
     #[inline]
     fn transmit(&mut self) -> bool {
         let mut all_sent = true;
+        // A closed port refuses like a full one (port lifecycle).
+        let blocked = self.gates.blocked();
         for (p, (bucket, hold)) in self
             .buckets
             .iter_mut()
@@ -655,9 +659,10 @@ impl TxStage {
                 continue;
             }
             let (port, queue) = self.ports[p];
+            let open = !blocked.has(port.id());
             let mut tries = 0;
             loop {
-                if self.gates.pollable(port.id()) {
+                if open {
                     let sent = port.tx_burst(queue, bucket);
                     if sent != 0 {
                         bump(&self.counters.tx_port_packets[p], sent as u64);
@@ -667,10 +672,8 @@ impl TxStage {
                         break;
                     }
                     tries += 1;
-                } else {
-                    tries = TX_RETRIES;
                 }
-                if tries >= TX_RETRIES {
+                if !open || tries >= TX_RETRIES {
                     if hold.refused(self.policy, dpdk::rdtsc_inline) {
                         self.counters
                             .count_drop(DropReason::TxFull, bucket.len() as u64);
