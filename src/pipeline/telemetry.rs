@@ -123,7 +123,7 @@ impl Live {
                     .iter()
                     .map(|(_, _, c)| c.tx_port_packets[i].load(Ordering::Relaxed))
                     .sum();
-                let hw = Port(*p).stats();
+                let hw = Port::by_id(*p).map(Port::stats).unwrap_or_default();
                 (
                     format!("port{p}"),
                     TelValue::Dict(vec![
