@@ -5,6 +5,7 @@
 //! starts, so `--help` and most usage errors need no DPDK at all. Usage
 //! errors become one line on stderr and exit code 2.
 
+use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -63,7 +64,6 @@ impl OnFull {
     }
 }
 
-pub const MAX_BURST: u16 = 256;
 pub const MAX_DEPTH: u32 = 1 << 20;
 
 const AFTER_HELP: &str = "\
