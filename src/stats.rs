@@ -30,7 +30,11 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 4] = [
+    /// How many reasons there are: the length of per-reason counter arrays.
+    pub const COUNT: usize = 4;
+
+    /// All reasons, in [`index`](Self::index) order.
+    pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::Runt,
         DropReason::RxHandoffFull,
         DropReason::WorkerHandoffFull,
@@ -44,10 +48,22 @@ impl DropReason {
             DropReason::TxFull => "tx_full",
         }
     }
-    pub fn index(self) -> usize {
+    /// Position in [`ALL`](Self::ALL), for per-reason counter arrays.
+    pub const fn index(self) -> usize {
         self as usize
     }
 }
+
+// `ALL` holds the reasons in `index()` (declaration) order, and `TxFull` is
+// the last variant, so arrays of `COUNT` counters line up with `ALL`.
+const _: () = {
+    let mut i = 0;
+    while i < DropReason::COUNT {
+        assert!(DropReason::ALL[i].index() == i);
+        i += 1;
+    }
+    assert!(DropReason::TxFull.index() + 1 == DropReason::COUNT);
+};
 
 /// Adds `n` to a counter that only the calling lcore writes.
 #[inline]
@@ -70,13 +86,13 @@ pub struct LcoreCounters {
     /// Worker role: packets taken from its input queues.
     pub worker_packets: AtomicU64,
     /// Worker role: packets per frame class (FrameClass::index()).
-    pub worker_classes: [AtomicU64; 6],
+    pub worker_classes: [AtomicU64; FrameClass::COUNT],
     /// TX role: packets taken from its input queues.
     pub tx_in_packets: AtomicU64,
     /// TX role: packets transmitted, per port.
     pub tx_port_packets: [AtomicU64; MAX_PORTS],
     /// Drops by reason (DropReason::index()).
-    pub drops: [AtomicU64; 4],
+    pub drops: [AtomicU64; DropReason::COUNT],
     /// Application classes (index 0 = default): packets classified at RX,
     /// of which received on the class's dedicated (rte_flow) queue, and
     /// hand-off drops of the class's packets.
@@ -142,7 +158,7 @@ impl Roles {
 pub struct Totals {
     pub rx: u64,
     pub tx: u64,
-    pub drops: [u64; 4],
+    pub drops: [u64; DropReason::COUNT],
     pub class_rx: [u64; MAX_APP_CLASSES + 1],
     pub class_drops: [u64; MAX_APP_CLASSES + 1],
 }
@@ -340,7 +356,7 @@ pub fn classes<'a>(lcores: impl Iterator<Item = &'a LcoreCounters>) -> BTreeMap<
     m
 }
 
-pub fn drops_map(drops: &[u64; 4]) -> BTreeMap<&'static str, u64> {
+pub fn drops_map(drops: &[u64; DropReason::COUNT]) -> BTreeMap<&'static str, u64> {
     DropReason::ALL
         .iter()
         .map(|r| (r.name(), drops[r.index()]))
@@ -348,7 +364,7 @@ pub fn drops_map(drops: &[u64; 4]) -> BTreeMap<&'static str, u64> {
 }
 
 pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) -> LcoreReport {
-    let mut d = [0u64; 4];
+    let mut d = [0u64; DropReason::COUNT];
     for (i, x) in c.drops.iter().enumerate() {
         d[i] = get(x);
     }
