@@ -991,23 +991,8 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         }
     }
     let mut port_reports = Vec::new();
-    let tsc_hz = dpdk::tsc_hz().max(1) as f64;
-    let start_tsc = counters
-        .iter()
-        .map(|(_, c)| c.rx_start_tsc.load(Ordering::Relaxed))
-        .filter(|&t| t != 0)
-        .min()
-        .unwrap_or(0);
-    let stop_tsc = counters
-        .iter()
-        .map(|(_, c)| c.rx_stop_tsc.load(Ordering::Relaxed))
-        .max()
-        .unwrap_or(0);
-    let duration_s = if stop_tsc > start_tsc {
-        (stop_tsc - start_tsc) as f64 / tsc_hz
-    } else {
-        0.0
-    };
+    let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
+    let duration_s = totals.rx_duration_s(dpdk::tsc_hz().max(1) as f64);
     for (i, (port, info)) in ports.iter().zip(&infos).enumerate() {
         let hw = port.stats();
         let rx_queues: Vec<u64> = layout
@@ -1015,10 +1000,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .iter()
             .map(|&l| counters_of(l).rx_port_packets[i].load(Ordering::Relaxed))
             .collect();
-        let tx_packets: u64 = counters
-            .iter()
-            .map(|(_, c)| c.tx_port_packets[i].load(Ordering::Relaxed))
-            .sum();
+        let tx_packets = totals.tx_port[i];
         port_reports.push(stats::PortReport {
             port: i as u16,
             name: info.name.clone(),
@@ -1059,7 +1041,6 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     } else {
         None
     };
-    let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
     let mut app_classes = Vec::new();
     if !classes.is_empty() {
         let names = std::iter::once((
@@ -1075,8 +1056,6 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             )
         }));
         for (k, (name, matcher, class_lcores)) in names.enumerate() {
-            let sum =
-                |f: &dyn Fn(&LcoreCounters) -> u64| counters.iter().map(|(_, c)| f(c)).sum::<u64>();
             let rx_lcores = counters
                 .iter()
                 .filter_map(|(l, c)| {
@@ -1086,14 +1065,14 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 .collect();
             let worker_lcores = class_lcores
                 .iter()
-                .map(|&l| (l, counters_of(l).worker_packets.load(Ordering::Relaxed)))
+                .map(|&l| (l, counters_of(l).worker_total()))
                 .collect();
             app_classes.push(stats::ClassReport {
                 name,
                 matcher,
                 lcores: class_lcores,
                 packets: totals.class_rx[k],
-                dedicated_queue_packets: sum(&|c| c.class_rx_dedicated[k].load(Ordering::Relaxed)),
+                dedicated_queue_packets: totals.class_rx_dedicated[k],
                 drops: totals.class_drops[k],
                 rx_lcores,
                 worker_lcores,
@@ -1105,7 +1084,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             });
         }
     }
-    let conservation_ok = totals.rx == totals.tx + totals.drops_total();
+    let conservation_ok = totals.conserved();
     let rate = |n: u64| {
         if duration_s > 0.0 {
             n as f64 / duration_s / 1e6
@@ -1124,9 +1103,9 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         tx_packets: totals.tx,
         rx_mpps: rate(totals.rx),
         tx_mpps: rate(totals.tx),
-        drops: stats::drops_map(&totals.drops),
+        drops: totals.drops_map(),
         drops_total: totals.drops_total(),
-        classes: stats::classes(counters.iter().map(|(_, c)| &**c)),
+        classes: totals.frame_classes_map(),
         mbufs_in_use,
         conservation_ok,
         ports: port_reports,
