@@ -51,7 +51,8 @@ pub struct Match {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassSpec {
     pub name: String,
-    pub text: String,
+    /// The MATCH part as given, for reports.
+    pub match_text: String,
     pub matcher: Match,
     pub lcores: Vec<u32>,
 }
@@ -74,8 +75,8 @@ fn parse_prefix(v: &str) -> Result<([u8; 4], u8), String> {
 /// Parses `NAME:MATCH:LCORES`.
 pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
     let mut parts = s.splitn(3, ':');
-    let (name, m, l) = match (parts.next(), parts.next(), parts.next()) {
-        (Some(n), Some(m), Some(l)) => (n.trim(), m.trim(), l.trim()),
+    let (name, match_text, m, l) = match (parts.next(), parts.next(), parts.next()) {
+        (Some(n), Some(m), Some(l)) => (n.trim(), m, m.trim(), l.trim()),
         _ => {
             return Err(format!(
                 "'{s}' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3)"
@@ -152,7 +153,7 @@ pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
     let lcores = parse_corelist(l).map_err(|e| format!("class {name}: {e}"))?;
     Ok(ClassSpec {
         name: name.to_string(),
-        text: s.to_string(),
+        match_text: match_text.to_string(),
         matcher: mt,
         lcores,
     })

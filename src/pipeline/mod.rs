@@ -1048,13 +1048,11 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             "(unclassified)".to_string(),
             layout.worker.clone(),
         ))
-        .chain(classes.iter().map(|c| {
-            (
-                c.name.clone(),
-                c.text.split(':').nth(1).unwrap_or("").to_string(),
-                c.lcores.clone(),
-            )
-        }));
+        .chain(
+            classes
+                .iter()
+                .map(|c| (c.name.clone(), c.match_text.clone(), c.lcores.clone())),
+        );
         for (k, (name, matcher, class_lcores)) in names.enumerate() {
             let rx_lcores = counters
                 .iter()
