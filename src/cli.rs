@@ -437,14 +437,22 @@ fn parse_seconds_or_zero(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// Parses the application options. `Err(Ok(text))` = help/version to print
-/// and exit 0; `Err(Err(line))` = one-line usage error.
-pub fn parse_options(app_args: &[String]) -> Result<Options, Result<String, String>> {
+/// Why [`parse_options`] gave no options to run with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseOutcome {
+    /// `--help` / `--version`: print the text and exit 0.
+    Help(String),
+    /// A one-line usage error: exit 2.
+    Usage(String),
+}
+
+/// Parses the application options.
+pub fn parse_options(app_args: &[String]) -> Result<Options, ParseOutcome> {
     match Options::try_parse_from(app_args) {
         Ok(o) => Ok(o),
         Err(e) => match e.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                Err(Ok(e.to_string()))
+                Err(ParseOutcome::Help(e.to_string()))
             }
             _ => {
                 let text = e.to_string();
@@ -453,7 +461,7 @@ pub fn parse_options(app_args: &[String]) -> Result<Options, Result<String, Stri
                     .find(|l| !l.trim().is_empty())
                     .unwrap_or("bad arguments");
                 let line = line.trim_start_matches("error: ");
-                Err(Err(format!("{line} (see tqfwd -- --help)")))
+                Err(ParseOutcome::Usage(format!("{line} (see tqfwd -- --help)")))
             }
         },
     }
@@ -566,13 +574,13 @@ mod tests {
             &["tqfwd", "--debug-stall-worker", "1"],
         ] {
             match parse_options(&s(bad)) {
-                Err(Err(line)) => assert!(!line.contains('\n'), "{line}"),
+                Err(ParseOutcome::Usage(line)) => assert!(!line.contains('\n'), "{line}"),
                 other => panic!("{bad:?} accepted: {other:?}"),
             }
         }
         assert!(matches!(
             parse_options(&s(&["tqfwd", "--help"])),
-            Err(Ok(_))
+            Err(ParseOutcome::Help(_))
         ));
         // A negative number is a bad value of the option, named as such (not
         // an unknown argument '-3').
@@ -584,7 +592,7 @@ mod tests {
             ("--burst", "-1"),
         ] {
             match parse_options(&s(&["tqfwd", opt, v])) {
-                Err(Err(line)) => {
+                Err(ParseOutcome::Usage(line)) => {
                     assert!(line.contains(opt) && line.contains(v), "{opt} {v}: {line}")
                 }
                 other => panic!("{opt} {v} accepted: {other:?}"),

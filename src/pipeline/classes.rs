@@ -159,6 +159,20 @@ pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
     })
 }
 
+/// The workers of one class (index 0 = default): worker indices
+/// `start..start + count` among all workers, default workers first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerRange {
+    pub start: u32,
+    pub count: u32,
+}
+
+impl WorkerRange {
+    pub fn contains(self, worker: u32) -> bool {
+        worker >= self.start && worker < self.start + self.count
+    }
+}
+
 /// Checks a set of classes against each other and the default workers.
 pub fn check_classes(classes: &[ClassSpec], default_workers: &[u32]) -> Result<(), String> {
     if classes.len() > MAX_CLASSES {

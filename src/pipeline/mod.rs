@@ -20,7 +20,7 @@ pub mod rate;
 pub mod stages;
 pub mod telemetry;
 
-use crate::cli::{OnFull, Options, RequestedDevice};
+use crate::cli::{Options, RequestedDevice};
 use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
 use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
@@ -378,7 +378,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let classes = &opts.class;
     classes::check_classes(classes, &layout.worker).map_err(RunError::Usage)?;
     let mut workers: Vec<Lcore> = layout.worker.clone();
-    let mut class_workers: Vec<(u32, u32)> = vec![(0, workers.len() as u32)];
+    let mut class_workers = vec![classes::WorkerRange {
+        start: 0,
+        count: workers.len() as u32,
+    }];
     for c in classes {
         for l in &c.lcores {
             if !lcores.contains(l) {
@@ -388,7 +391,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 )));
             }
         }
-        class_workers.push((workers.len() as u32, c.lcores.len() as u32));
+        class_workers.push(classes::WorkerRange {
+            start: workers.len() as u32,
+            count: c.lcores.len() as u32,
+        });
         workers.extend(&c.lcores);
     }
     let n_workers = workers.len();
@@ -403,7 +409,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let worker_class = |w: usize| -> u8 {
         class_workers
             .iter()
-            .rposition(|&(s, n)| (w as u32) >= s && (w as u32) < s + n)
+            .rposition(|r| r.contains(w as u32))
             .unwrap_or(0) as u8
     };
     // RX stages: the RX lcores, plus each class's first lcore, which polls
@@ -775,11 +781,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .map(|(_, c)| c.clone())
             .expect("counters")
     };
-    let policy = rate::FullPolicy::new(
-        opts.on_full == OnFull::Wait,
-        opts.drop_after as u64,
-        dpdk::tsc_hz(),
-    );
+    let policy = rate::FullPolicy::new(opts.on_full, opts.drop_after as u64, dpdk::tsc_hz());
     let mut rx_senders: Vec<Option<Vec<handoff::Sender>>> =
         rx_link.senders.into_iter().map(Some).collect();
     let mut worker_inputs: Vec<Option<InputSet>> = rx_link.inputs.into_iter().map(Some).collect();
