@@ -5,6 +5,8 @@
 //! starts, so `--help` and most usage errors need no DPDK at all. Usage
 //! errors become one line on stderr and exit code 2.
 
+use crate::config::class::{parse_class, ClassSpec};
+use crate::config::corelist::parse_corelist;
 use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
 use clap::{Parser, ValueEnum};
@@ -153,8 +155,8 @@ pub struct Options {
     pub worker_cycles: u32,
 
     /// Application class NAME:MATCH:LCORES (repeatable), e.g. kv:udp,dst-port=8080:2-3. MATCH terms (all must hold): udp | tcp | proto=N | src=A.B.C.D/LEN | dst=A.B.C.D/LEN | src-port=N | dst-port=N. Matching traffic is handled only by the class's worker lcores (and, where the NIC accepts rte_flow rules, received on the class's own RX queue); the rest goes to the default workers
-    #[arg(long = "class", value_name = "NAME:MATCH:LCORES", value_parser = crate::pipeline::classes::parse_class)]
-    pub class: Vec<crate::pipeline::classes::ClassSpec>,
+    #[arg(long = "class", value_name = "NAME:MATCH:LCORES", value_parser = parse_class)]
+    pub class: Vec<ClassSpec>,
 
     /// Measure RX-to-TX latency: stamp the TSC at RX (mbuf dynfield), read it just before TX
     #[arg(long)]
@@ -341,35 +343,6 @@ fn parse_corelist_arg(s: &str) -> Result<CoreList, String> {
     parse_corelist(s).map(CoreList)
 }
 
-/// Parses a DPDK corelist: `1,3-4,7`. Sorted, no duplicates.
-pub fn parse_corelist(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    if s.trim().is_empty() {
-        return Err("empty lcore list (expected e.g. 1,3-4)".into());
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        let bad = || format!("bad lcore list element '{part}' (expected N or N-M, e.g. 1,3-4)");
-        if let Some((a, b)) = part.split_once('-') {
-            let a: u32 = a.trim().parse().map_err(|_| bad())?;
-            let b: u32 = b.trim().parse().map_err(|_| bad())?;
-            if a > b || b >= 1024 {
-                return Err(bad());
-            }
-            out.extend(a..=b);
-        } else {
-            let a: u32 = part.parse().map_err(|_| bad())?;
-            if a >= 1024 {
-                return Err(bad());
-            }
-            out.push(a);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
 fn parse_depth(s: &str) -> Result<u32, String> {
     let v: u32 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
     if !(2..=MAX_DEPTH).contains(&v) || !v.is_power_of_two() {
@@ -506,16 +479,6 @@ mod tests {
         assert_eq!(d[1].devarg("socket"), Some("/tmp/x.sock"));
         assert_eq!(d[1].devarg("sock"), None);
         assert_eq!(canonical_device_name("net_null0"), "net_null0");
-    }
-
-    #[test]
-    fn corelist() {
-        assert_eq!(parse_corelist("1,3-4").unwrap(), vec![1, 3, 4]);
-        assert_eq!(parse_corelist("4-4,0").unwrap(), vec![0, 4]);
-        assert!(parse_corelist("3-1").is_err());
-        assert!(parse_corelist("x").is_err());
-        assert!(parse_corelist("").is_err());
-        assert!(parse_corelist("1,,2").is_err());
     }
 
     #[test]

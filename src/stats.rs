@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const MAX_PORTS: usize = 32;
 
 /// Most application classes (`--class`).
-pub const MAX_APP_CLASSES: usize = crate::pipeline::classes::MAX_CLASSES;
+pub const MAX_APP_CLASSES: usize = crate::config::class::MAX_CLASSES;
 
 /// Drop reasons, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
