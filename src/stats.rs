@@ -569,6 +569,46 @@ mod tests {
     use super::*;
 
     #[test]
+    fn one_fold_over_lcores() {
+        let a = LcoreCounters::default();
+        let b = LcoreCounters::default();
+        bump(&a.rx_port_packets[0], 10);
+        bump(&b.rx_port_packets[1], 5);
+        bump(&b.tx_port_packets[0], 12);
+        a.count_drop(DropReason::TxFull, 3);
+        bump(&a.worker_classes[FrameClass::Udp.index()], 7);
+        bump(&b.class_rx_dedicated[1], 4);
+        bump(&a.rx_start_tsc, 100);
+        bump(&a.rx_stop_tsc, 300);
+        bump(&b.rx_stop_tsc, 400);
+        let t = Totals::collect([&a, &b].into_iter());
+        assert_eq!((t.rx, t.tx, t.drops_total()), (15, 12, 3));
+        assert_eq!((t.rx_port[1], t.tx_port[0]), (5, 12));
+        assert_eq!(t.in_flight(), 0);
+        assert!(t.conserved());
+        assert_eq!(t.frame_classes_map()["udp"], 7);
+        assert_eq!(t.drops_map()["tx_full"], 3);
+        assert_eq!(t.class_rx_dedicated[1], 4);
+        assert_eq!(t.rx_duration_s(100.0), 3.0, "b never started RX");
+    }
+
+    #[test]
+    fn lcore_load_figures() {
+        let c = LcoreCounters::default();
+        assert_eq!(c.load().busy_cycles_per_packet(), 0.0);
+        bump(&c.rx_port_packets[0], 4);
+        bump(&c.tx_in_packets, 4);
+        bump(&c.busy_polls, 2);
+        bump(&c.busy_cycles, 100);
+        bump(&c.idle_cycles, 300);
+        let l = c.load();
+        assert_eq!(l.handled, 8);
+        assert_eq!(l.busy_cycles_per_packet(), 12.5);
+        assert_eq!(l.busy_ratio(), 0.25);
+        assert_eq!(l.avg_burst(), 4.0);
+    }
+
+    #[test]
     fn stats_line_rates_only_from_a_millisecond() {
         let prev = Totals::default();
         let now = Totals {
