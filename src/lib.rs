@@ -7,9 +7,10 @@
 //!
 //! Layout: `dpdk` (the only FFI), `queue` (the TransferQueue, pure Rust),
 //! `wire` (frame parsing, never panics), `pipeline` (stages and wiring),
-//! `stats` (counters and reports), `cli`, `output` (output files), and,
-//! with the `testkit` feature (on for the tests), test traffic (`gen`) and
-//! pcap files (`pcap`).
+//! `stats` (counters and reports), `config` (corelists and the class
+//! grammar, below `cli`), `cli`, `output` (output files), and, with the
+//! `testkit` feature (on for the tests), test traffic (`gen`) and pcap
+//! files (`pcap`).
 //!
 //! `unsafe` is confined to `dpdk` (FFI) and `queue` (the lock-free
 //! structure, loom-checked), where clippy refuses an unsafe block without a
@@ -22,6 +23,8 @@ pub mod queue;
 #[forbid(unsafe_code)]
 pub mod cli;
 #[cfg(any(test, feature = "testkit"))]
+#[forbid(unsafe_code)]
+pub mod config;
 #[forbid(unsafe_code)]
 pub mod gen;
 #[forbid(unsafe_code)]

@@ -30,7 +30,7 @@ use std::ffi::CString;
 use std::ptr::NonNull;
 
 /// Largest burst tqfwd handles anywhere (RX, hand-off, TX).
-pub const MAX_BURST: usize = 256;
+pub use crate::queue::MAX_BURST;
 
 /// `RTE_MBUF_F_RX_RSS_HASH` (checked against DPDK's value in tests).
 pub const MBUF_F_RX_RSS_HASH: u64 = 1 << 1;
