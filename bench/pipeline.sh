@@ -108,8 +108,8 @@ if ! command -v dpdk-testpmd >/dev/null || ! pkg-config --exists libdpdk 2>/dev/
 fi
 
 if [ "$BUILD" = 1 ]; then
-    echo "pipeline.sh: cargo build --release --bins" >&2
-    cargo build --release --bins >&2
+    echo "pipeline.sh: cargo build --release --bins --features testkit" >&2
+    cargo build --release --bins --features testkit >&2
 fi
 # Private copies: other engineers may rebuild target/release mid-run.
 WORK=$(mktemp -d /tmp/tqfwd-pipeline.XXXXXX)

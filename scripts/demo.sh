@@ -11,7 +11,7 @@ secs="${1:-10}"
 shift || true
 scripts/install-deps.sh
 scripts/hugepages.sh setup 512 || true
-cargo build --release --bins
+cargo build --release --bins --features testkit
 mkdir -p target/demo
 pcap=target/demo/udp64.pcap
 ./target/release/tqfwd-gen --out "$pcap" --flows 1024 --packets 8192 --size 64

@@ -44,8 +44,8 @@ name=$(basename "$preset" .conf)
 
 # --- binaries ---
 if [ ! -x "$TQFWD_BIN_DIR/tqfwd" ] || [ ! -x "$TQFWD_BIN_DIR/tqfwd-gen" ] || [ ! -x "$TQFWD_BIN_DIR/tqfwd-udp-peer" ]; then
-    echo "run: building (cargo build --release --bins)"
-    cargo build --release --bins
+    echo "run: building (cargo build --release --bins --features testkit)"
+    cargo build --release --bins --features testkit
 fi
 
 # --- merge options: the user's replace the preset's of the same name ---

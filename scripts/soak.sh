@@ -23,7 +23,7 @@ duration=$(awk -v m="$minutes" 'BEGIN { printf "%.3f", m * 60 }')
 
 scripts/install-deps.sh >/dev/null
 scripts/hugepages.sh setup 512 >/dev/null || true
-cargo build --release --bins
+cargo build --release --bins --features testkit
 if awk '/^HugePages_Free/ {exit !($2 >= 300)}' /proc/meminfo && grep -q hugetlbfs /proc/mounts; then
     mem=(--in-memory -m 512)
 else

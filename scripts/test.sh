@@ -8,8 +8,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 scripts/hugepages.sh setup 512 || true
 cargo fmt --check
-cargo clippy --all-targets -- -D warnings
-cargo build --release --bins
+cargo clippy --all-targets --all-features -- -D warnings
+cargo build --release --bins --features testkit
 # Forwarding tests start the tqfwd binary one at a time (they hold a lock);
 # the binaries' own unit tests run in parallel.
 cargo test --release

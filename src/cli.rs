@@ -5,6 +5,9 @@
 //! starts, so `--help` and most usage errors need no DPDK at all. Usage
 //! errors become one line on stderr and exit code 2.
 
+use crate::config::class::{parse_class, ClassSpec};
+use crate::config::corelist::parse_corelist;
+use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
 use clap::{Parser, ValueEnum};
 use std::path::PathBuf;
@@ -63,7 +66,6 @@ impl OnFull {
     }
 }
 
-pub const MAX_BURST: u16 = 256;
 pub const MAX_DEPTH: u32 = 1 << 20;
 
 const AFTER_HELP: &str = "\
@@ -153,8 +155,8 @@ pub struct Options {
     pub worker_cycles: u32,
 
     /// Application class NAME:MATCH:LCORES (repeatable), e.g. kv:udp,dst-port=8080:2-3. MATCH terms (all must hold): udp | tcp | proto=N | src=A.B.C.D/LEN | dst=A.B.C.D/LEN | src-port=N | dst-port=N. Matching traffic is handled only by the class's worker lcores (and, where the NIC accepts rte_flow rules, received on the class's own RX queue); the rest goes to the default workers
-    #[arg(long = "class", value_name = "NAME:MATCH:LCORES", value_parser = crate::pipeline::classes::parse_class)]
-    pub class: Vec<crate::pipeline::classes::ClassSpec>,
+    #[arg(long = "class", value_name = "NAME:MATCH:LCORES", value_parser = parse_class)]
+    pub class: Vec<ClassSpec>,
 
     /// Measure RX-to-TX latency: stamp the TSC at RX (mbuf dynfield), read it just before TX
     #[arg(long)]
@@ -341,35 +343,6 @@ fn parse_corelist_arg(s: &str) -> Result<CoreList, String> {
     parse_corelist(s).map(CoreList)
 }
 
-/// Parses a DPDK corelist: `1,3-4,7`. Sorted, no duplicates.
-pub fn parse_corelist(s: &str) -> Result<Vec<u32>, String> {
-    let mut out = Vec::new();
-    if s.trim().is_empty() {
-        return Err("empty lcore list (expected e.g. 1,3-4)".into());
-    }
-    for part in s.split(',') {
-        let part = part.trim();
-        let bad = || format!("bad lcore list element '{part}' (expected N or N-M, e.g. 1,3-4)");
-        if let Some((a, b)) = part.split_once('-') {
-            let a: u32 = a.trim().parse().map_err(|_| bad())?;
-            let b: u32 = b.trim().parse().map_err(|_| bad())?;
-            if a > b || b >= 1024 {
-                return Err(bad());
-            }
-            out.extend(a..=b);
-        } else {
-            let a: u32 = part.parse().map_err(|_| bad())?;
-            if a >= 1024 {
-                return Err(bad());
-            }
-            out.push(a);
-        }
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
-}
-
 fn parse_depth(s: &str) -> Result<u32, String> {
     let v: u32 = s.parse().map_err(|_| format!("'{s}' is not a number"))?;
     if !(2..=MAX_DEPTH).contains(&v) || !v.is_power_of_two() {
@@ -437,14 +410,22 @@ fn parse_seconds_or_zero(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// Parses the application options. `Err(Ok(text))` = help/version to print
-/// and exit 0; `Err(Err(line))` = one-line usage error.
-pub fn parse_options(app_args: &[String]) -> Result<Options, Result<String, String>> {
+/// Why [`parse_options`] gave no options to run with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseOutcome {
+    /// `--help` / `--version`: print the text and exit 0.
+    Help(String),
+    /// A one-line usage error: exit 2.
+    Usage(String),
+}
+
+/// Parses the application options.
+pub fn parse_options(app_args: &[String]) -> Result<Options, ParseOutcome> {
     match Options::try_parse_from(app_args) {
         Ok(o) => Ok(o),
         Err(e) => match e.kind() {
             clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                Err(Ok(e.to_string()))
+                Err(ParseOutcome::Help(e.to_string()))
             }
             _ => {
                 let text = e.to_string();
@@ -453,7 +434,7 @@ pub fn parse_options(app_args: &[String]) -> Result<Options, Result<String, Stri
                     .find(|l| !l.trim().is_empty())
                     .unwrap_or("bad arguments");
                 let line = line.trim_start_matches("error: ");
-                Err(Err(format!("{line} (see tqfwd -- --help)")))
+                Err(ParseOutcome::Usage(format!("{line} (see tqfwd -- --help)")))
             }
         },
     }
@@ -498,16 +479,6 @@ mod tests {
         assert_eq!(d[1].devarg("socket"), Some("/tmp/x.sock"));
         assert_eq!(d[1].devarg("sock"), None);
         assert_eq!(canonical_device_name("net_null0"), "net_null0");
-    }
-
-    #[test]
-    fn corelist() {
-        assert_eq!(parse_corelist("1,3-4").unwrap(), vec![1, 3, 4]);
-        assert_eq!(parse_corelist("4-4,0").unwrap(), vec![0, 4]);
-        assert!(parse_corelist("3-1").is_err());
-        assert!(parse_corelist("x").is_err());
-        assert!(parse_corelist("").is_err());
-        assert!(parse_corelist("1,,2").is_err());
     }
 
     #[test]
@@ -566,13 +537,13 @@ mod tests {
             &["tqfwd", "--debug-stall-worker", "1"],
         ] {
             match parse_options(&s(bad)) {
-                Err(Err(line)) => assert!(!line.contains('\n'), "{line}"),
+                Err(ParseOutcome::Usage(line)) => assert!(!line.contains('\n'), "{line}"),
                 other => panic!("{bad:?} accepted: {other:?}"),
             }
         }
         assert!(matches!(
             parse_options(&s(&["tqfwd", "--help"])),
-            Err(Ok(_))
+            Err(ParseOutcome::Help(_))
         ));
         // A negative number is a bad value of the option, named as such (not
         // an unknown argument '-3').
@@ -584,7 +555,7 @@ mod tests {
             ("--burst", "-1"),
         ] {
             match parse_options(&s(&["tqfwd", opt, v])) {
-                Err(Err(line)) => {
+                Err(ParseOutcome::Usage(line)) => {
                     assert!(line.contains(opt) && line.contains(v), "{opt} {v}: {line}")
                 }
                 other => panic!("{opt} {v} accepted: {other:?}"),

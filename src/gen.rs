@@ -400,26 +400,46 @@ const V6_DST: [u8; 16] = [0xfd, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0xff, 1];
 /// The odd-frame set: `(label, frame, class parse() must return)`. Frames
 /// classified `Udp` carry the stamp `(ODD_FLOW_ID_BASE + index, 0)`.
 /// Deterministic; labels are unique.
-pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
+pub fn odd_frames() -> Vec<OddFrame> {
+    let mut out: Vec<OddFrame> = Vec::new();
+    odd_runts_and_l2(&mut out);
+    odd_non_ip(&mut out);
+    odd_valid_udp(&mut out);
+    odd_other_ipv4(&mut out);
+    odd_malformed(&mut out);
+    odd_ipv6(&mut out);
+    out
+}
+
+/// One odd frame: its name, bytes, and the class the parser must give it.
+pub type OddFrame = (&'static str, Vec<u8>, FrameClass);
+
+/// The payload stamp for the frame about to be pushed, `extra` zero bytes
+/// longer.
+fn odd_stamp(out: &[OddFrame], extra: usize) -> Vec<u8> {
+    let mut p = stamp(ODD_FLOW_ID_BASE + out.len() as u32, 0).to_vec();
+    p.resize(STAMP_LEN + extra, 0);
+    p
+}
+
+/// An IPv4 UDP packet from V4_SRC:4000 to V4_DST:DST_PORT.
+fn v4udp(payload: &[u8]) -> Vec<u8> {
+    let u = udp_v4(V4_SRC, V4_DST, 4000, DST_PORT, payload);
+    ipv4_packet(V4_SRC, V4_DST, protocol::UDP, 7, 0, 0, &u)
+}
+
+fn v4tcp_ph(len: usize) -> u64 {
+    checksum::ipv4_pseudo_header(&V4_SRC, &V4_DST, protocol::TCP, len as u16)
+}
+
+fn v6tcp_ph(len: usize) -> u64 {
+    checksum::ipv6_pseudo_header(&V6_SRC, &V6_DST, protocol::TCP, len as u32)
+}
+
+/// [`odd_frames`]: runts and bare L2.
+fn odd_runts_and_l2(out: &mut Vec<OddFrame>) {
     use FrameClass::*;
     let (s, d) = (DEFAULT_SRC_MAC, DEFAULT_DST_MAC);
-    let mut out: Vec<(&'static str, Vec<u8>, FrameClass)> = Vec::new();
-    // Stamp for the frame about to be pushed.
-    let st = |out: &Vec<(&'static str, Vec<u8>, FrameClass)>, extra: usize| {
-        let mut p = stamp(ODD_FLOW_ID_BASE + out.len() as u32, 0).to_vec();
-        p.resize(STAMP_LEN + extra, 0);
-        p
-    };
-    let v4udp = |payload: &[u8]| {
-        let u = udp_v4(V4_SRC, V4_DST, 4000, DST_PORT, payload);
-        ipv4_packet(V4_SRC, V4_DST, protocol::UDP, 7, 0, 0, &u)
-    };
-    let v4tcp_ph =
-        |len: usize| checksum::ipv4_pseudo_header(&V4_SRC, &V4_DST, protocol::TCP, len as u16);
-    let v6tcp_ph =
-        |len: usize| checksum::ipv6_pseudo_header(&V6_SRC, &V6_DST, protocol::TCP, len as u32);
-
-    // --- runts and bare L2
     let hdr = ether(d, s, &[], ethertype::IPV4, &[]);
     out.push(("runt_1_byte", hdr[..1].to_vec(), Runt));
     out.push(("runt_10_bytes", hdr[..10].to_vec(), Runt));
@@ -429,8 +449,12 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
         ether(d, s, &[], 0x88b5, &[]),
         NonIp,
     ));
+}
 
-    // --- non-IP
+/// [`odd_frames`]: non-IP.
+fn odd_non_ip(out: &mut Vec<OddFrame>) {
+    use FrameClass::*;
+    let (s, d) = (DEFAULT_SRC_MAC, DEFAULT_DST_MAC);
     let mut arp = vec![0, 1, 0x08, 0x00, 6, 4, 0, 1];
     arp.extend_from_slice(&s);
     arp.extend_from_slice(&V4_SRC);
@@ -456,8 +480,12 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
         pad_to_min(ether(d, s, &tags3, ethertype::IPV4, &v4udp(&[0; 16]))),
         NonIp,
     ));
+}
 
-    // --- valid UDP, sizes and tags
+/// [`odd_frames`]: valid UDP, sizes and tags.
+fn odd_valid_udp(out: &mut Vec<OddFrame>) {
+    use FrameClass::*;
+    let (s, d) = (DEFAULT_SRC_MAC, DEFAULT_DST_MAC);
     let flow = Flow {
         src_ip: V4_SRC,
         dst_ip: V4_DST,
@@ -476,27 +504,27 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
         udp_frame(&flow, id, 0, MAX_FRAME_LEN, s, d),
         Udp,
     ));
-    let p = st(&out, 2);
+    let p = odd_stamp(out, 2);
     out.push((
         "vlan_udp",
         ether(d, s, &[(ethertype::VLAN, 100)], ethertype::IPV4, &v4udp(&p)),
         Udp,
     ));
-    let p = st(&out, 0);
+    let p = odd_stamp(out, 0);
     let qinq = [(ethertype::QINQ, 200), (ethertype::VLAN, 100)];
     out.push((
         "qinq_udp",
         ether(d, s, &qinq, ethertype::IPV4, &v4udp(&p)),
         Udp,
     ));
-    let p = st(&out, 2);
+    let p = odd_stamp(out, 2);
     let tag9100 = [(ethertype::QINQ_LEGACY, 300)];
     out.push((
         "vlan_9100_udp",
         ether(d, s, &tag9100, ethertype::IPV4, &v4udp(&p)),
         Udp,
     ));
-    let p = st(&out, 0);
+    let p = odd_stamp(out, 0);
     let u = udp_v4(V4_SRC, V4_DST, 4000, DST_PORT, &p);
     let ip = ipv4_packet(V4_SRC, V4_DST, protocol::UDP, 8, 0, 2, &u);
     out.push((
@@ -504,8 +532,12 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
         pad_to_min(ether(d, s, &[], ethertype::IPV4, &ip)),
         Udp,
     ));
+}
 
-    // --- other IPv4
+/// [`odd_frames`]: other IPv4.
+fn odd_other_ipv4(out: &mut Vec<OddFrame>) {
+    use FrameClass::*;
+    let (s, d) = (DEFAULT_SRC_MAC, DEFAULT_DST_MAC);
     let tcp = tcp_segment(40000, 80, b"GET / HTTP/1.0\r\n\r\n", v4tcp_ph);
     let ip = ipv4_packet(V4_SRC, V4_DST, protocol::TCP, 9, 0x4000, 0, &tcp);
     out.push((
@@ -524,7 +556,7 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
         OtherIp,
     ));
     // A datagram in two fragments: 8 + 24 bytes, then 32 bytes at offset 32.
-    let p = st(&out, 40);
+    let p = odd_stamp(out, 40);
     let dgram = udp_v4(V4_SRC, V4_DST, 4000, DST_PORT, &p);
     let ip = ipv4_packet(V4_SRC, V4_DST, protocol::UDP, 11, 0x2000, 0, &dgram[..32]);
     out.push((
@@ -538,8 +570,12 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
         ether(d, s, &[], ethertype::IPV4, &ip),
         OtherIp,
     ));
+}
 
-    // --- malformed IPv4 / UDP / TCP / VLAN
+/// [`odd_frames`]: malformed IPv4 / UDP / TCP / VLAN.
+fn odd_malformed(out: &mut Vec<OddFrame>) {
+    use FrameClass::*;
+    let (s, d) = (DEFAULT_SRC_MAC, DEFAULT_DST_MAC);
     let good = v4udp(&[0; 18]);
     out.push((
         "ipv4_truncated_header",
@@ -606,15 +642,20 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
     ));
     let tagged = ether(d, s, &[(ethertype::VLAN, 100)], ethertype::IPV4, &good);
     out.push(("vlan_truncated_tag", tagged[..16].to_vec(), Malformed));
+    let qinq = [(ethertype::QINQ, 200), (ethertype::VLAN, 100)];
     let qinq_cut = ether(d, s, &qinq, ethertype::IPV4, &good);
     out.push((
         "qinq_truncated_inner_tag",
         qinq_cut[..20].to_vec(),
         Malformed,
     ));
+}
 
-    // --- IPv6
-    let p = st(&out, 0);
+/// [`odd_frames`]: IPv6.
+fn odd_ipv6(out: &mut Vec<OddFrame>) {
+    use FrameClass::*;
+    let (s, d) = (DEFAULT_SRC_MAC, DEFAULT_DST_MAC);
+    let p = odd_stamp(out, 0);
     let ip = ipv6_packet(
         V6_SRC,
         V6_DST,
@@ -625,13 +666,13 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
     let tcp = tcp_segment(40000, 443, &[0x16, 3, 1], v6tcp_ph);
     let ip = ipv6_packet(V6_SRC, V6_DST, protocol::TCP, &tcp);
     out.push(("ipv6_tcp", ether(d, s, &[], ethertype::IPV6, &ip), Tcp));
-    let p = st(&out, 0);
+    let p = odd_stamp(out, 0);
     // Hop-by-hop header: next=UDP, len 0 (8 bytes), PadN option of 4 bytes.
     let mut ext = vec![protocol::UDP, 0, 1, 4, 0, 0, 0, 0];
     ext.extend_from_slice(&udp_v6(V6_SRC, V6_DST, 4000, DST_PORT, &p));
     let ip = ipv6_packet(V6_SRC, V6_DST, protocol::HOPOPT, &ext);
     out.push(("ipv6_hbh_udp", ether(d, s, &[], ethertype::IPV6, &ip), Udp));
-    let p = st(&out, 0);
+    let p = odd_stamp(out, 0);
     let ip = ipv6_packet(
         V6_SRC,
         V6_DST,
@@ -700,7 +741,6 @@ pub fn odd_frames() -> Vec<(&'static str, Vec<u8>, FrameClass)> {
         ether(d, s, &[], ethertype::IPV6, &ip6),
         Malformed,
     ));
-    out
 }
 
 #[cfg(test)]

@@ -7,7 +7,10 @@
 //!
 //! Layout: `dpdk` (the only FFI), `queue` (the TransferQueue, pure Rust),
 //! `wire` (frame parsing, never panics), `pipeline` (stages and wiring),
-//! `stats` (counters and reports), `cli`, `output` (output files), and test helpers `pcap` and `gen`.
+//! `stats` (counters and reports), `config` (corelists and the class
+//! grammar, below `cli`), `cli`, `output` (output files), and, with the
+//! `testkit` feature (on for the tests), test traffic (`gen`) and pcap
+//! files (`pcap`).
 //!
 //! `unsafe` is confined to `dpdk` (FFI) and `queue` (the lock-free
 //! structure, loom-checked), where clippy refuses an unsafe block without a
@@ -20,11 +23,15 @@ pub mod queue;
 #[forbid(unsafe_code)]
 pub mod cli;
 #[forbid(unsafe_code)]
+pub mod config;
+#[cfg(any(test, feature = "testkit"))]
+#[forbid(unsafe_code)]
 pub mod gen;
 #[forbid(unsafe_code)]
 pub mod latency;
 #[forbid(unsafe_code)]
 pub mod output;
+#[cfg(any(test, feature = "testkit"))]
 #[forbid(unsafe_code)]
 pub mod pcap;
 #[forbid(unsafe_code)]

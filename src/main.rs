@@ -28,11 +28,11 @@ fn main() -> ExitCode {
     let split = split_args(&argv);
     let mut opts = match cli::parse_options(&split.app) {
         Ok(o) => o,
-        Err(Ok(help)) => {
+        Err(cli::ParseOutcome::Help(help)) => {
             print!("{help}");
             return ExitCode::SUCCESS;
         }
-        Err(Err(line)) => return usage_error(&line),
+        Err(cli::ParseOutcome::Usage(line)) => return usage_error(&line),
     };
     opts.devices = cli::requested_devices(&split.eal);
     // Output paths are opened before EAL: a path that cannot take the

@@ -18,7 +18,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 pub const MAX_PORTS: usize = 32;
 
 /// Most application classes (`--class`).
-pub const MAX_APP_CLASSES: usize = crate::pipeline::classes::MAX_CLASSES;
+pub const MAX_APP_CLASSES: usize = crate::config::class::MAX_CLASSES;
 
 /// Drop reasons, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -30,7 +30,11 @@ pub enum DropReason {
 }
 
 impl DropReason {
-    pub const ALL: [DropReason; 4] = [
+    /// How many reasons there are: the length of per-reason counter arrays.
+    pub const COUNT: usize = 4;
+
+    /// All reasons, in [`index`](Self::index) order.
+    pub const ALL: [DropReason; Self::COUNT] = [
         DropReason::Runt,
         DropReason::RxHandoffFull,
         DropReason::WorkerHandoffFull,
@@ -44,10 +48,22 @@ impl DropReason {
             DropReason::TxFull => "tx_full",
         }
     }
-    pub fn index(self) -> usize {
+    /// Position in [`ALL`](Self::ALL), for per-reason counter arrays.
+    pub const fn index(self) -> usize {
         self as usize
     }
 }
+
+// `ALL` holds the reasons in `index()` (declaration) order, and `TxFull` is
+// the last variant, so arrays of `COUNT` counters line up with `ALL`.
+const _: () = {
+    let mut i = 0;
+    while i < DropReason::COUNT {
+        assert!(DropReason::ALL[i].index() == i);
+        i += 1;
+    }
+    assert!(DropReason::TxFull.index() + 1 == DropReason::COUNT);
+};
 
 /// Adds `n` to a counter that only the calling lcore writes.
 #[inline]
@@ -70,13 +86,13 @@ pub struct LcoreCounters {
     /// Worker role: packets taken from its input queues.
     pub worker_packets: AtomicU64,
     /// Worker role: packets per frame class (FrameClass::index()).
-    pub worker_classes: [AtomicU64; 6],
+    pub worker_classes: [AtomicU64; FrameClass::COUNT],
     /// TX role: packets taken from its input queues.
     pub tx_in_packets: AtomicU64,
     /// TX role: packets transmitted, per port.
     pub tx_port_packets: [AtomicU64; MAX_PORTS],
     /// Drops by reason (DropReason::index()).
-    pub drops: [AtomicU64; 4],
+    pub drops: [AtomicU64; DropReason::COUNT],
     /// Application classes (index 0 = default): packets classified at RX,
     /// of which received on the class's dedicated (rte_flow) queue, and
     /// hand-off drops of the class's packets.
@@ -111,6 +127,20 @@ impl LcoreCounters {
     pub fn drops_total(&self) -> u64 {
         self.drops.iter().map(get).sum()
     }
+
+    pub fn worker_total(&self) -> u64 {
+        get(&self.worker_packets)
+    }
+
+    pub fn load(&self) -> LcoreLoad {
+        LcoreLoad {
+            handled: self.rx_total() + get(&self.worker_packets) + get(&self.tx_in_packets),
+            busy_polls: get(&self.busy_polls),
+            busy_cycles: get(&self.busy_cycles),
+            idle_polls: get(&self.idle_polls),
+            idle_cycles: get(&self.idle_cycles),
+        }
+    }
 }
 
 /// Which roles an lcore holds.
@@ -137,35 +167,129 @@ impl Roles {
     }
 }
 
-/// A point-in-time sum over all lcores.
+/// A point-in-time sum over all lcores: the one fold of [`LcoreCounters`]
+/// that the stats line, telemetry and the final report read.
 #[derive(Debug, Clone, Default)]
 pub struct Totals {
     pub rx: u64,
     pub tx: u64,
-    pub drops: [u64; 4],
+    /// Packets received / transmitted per port.
+    pub rx_port: [u64; MAX_PORTS],
+    pub tx_port: [u64; MAX_PORTS],
+    pub drops: [u64; DropReason::COUNT],
+    /// Worker packets per frame class (`FrameClass::index()`).
+    pub frame_classes: [u64; FrameClass::COUNT],
     pub class_rx: [u64; MAX_APP_CLASSES + 1],
+    pub class_rx_dedicated: [u64; MAX_APP_CLASSES + 1],
     pub class_drops: [u64; MAX_APP_CLASSES + 1],
+    /// Earliest first RX poll and latest RX stop (TSC); 0 when no RX lcore
+    /// set them.
+    pub rx_start_tsc: u64,
+    pub rx_stop_tsc: u64,
 }
 
 impl Totals {
     pub fn collect<'a>(lcores: impl Iterator<Item = &'a LcoreCounters>) -> Totals {
-        let mut t = Totals::default();
-        for c in lcores {
-            t.rx += c.rx_total();
-            t.tx += c.tx_total();
-            for (i, d) in c.drops.iter().enumerate() {
-                t.drops[i] += get(d);
-            }
-            for i in 0..=MAX_APP_CLASSES {
-                t.class_rx[i] += get(&c.class_rx[i]);
-                t.class_drops[i] += get(&c.class_drops[i]);
+        fn add<const N: usize>(sum: &mut [u64; N], c: &[AtomicU64; N]) {
+            for (s, c) in sum.iter_mut().zip(c) {
+                *s += get(c);
             }
         }
+        let mut t = Totals::default();
+        for c in lcores {
+            add(&mut t.rx_port, &c.rx_port_packets);
+            add(&mut t.tx_port, &c.tx_port_packets);
+            add(&mut t.drops, &c.drops);
+            add(&mut t.frame_classes, &c.worker_classes);
+            add(&mut t.class_rx, &c.class_rx);
+            add(&mut t.class_rx_dedicated, &c.class_rx_dedicated);
+            add(&mut t.class_drops, &c.class_drops);
+            let start = get(&c.rx_start_tsc);
+            if start != 0 && (t.rx_start_tsc == 0 || start < t.rx_start_tsc) {
+                t.rx_start_tsc = start;
+            }
+            t.rx_stop_tsc = t.rx_stop_tsc.max(get(&c.rx_stop_tsc));
+        }
+        t.rx = t.rx_port.iter().sum();
+        t.tx = t.tx_port.iter().sum();
         t
     }
 
     pub fn drops_total(&self) -> u64 {
         self.drops.iter().sum()
+    }
+
+    /// Received but neither transmitted nor dropped yet (0 once drained).
+    pub fn in_flight(&self) -> u64 {
+        self.rx.saturating_sub(self.tx + self.drops_total())
+    }
+
+    /// The promise `rx = tx + Σ drops`.
+    pub fn conserved(&self) -> bool {
+        self.rx == self.tx + self.drops_total()
+    }
+
+    /// Seconds from the first RX poll to the last RX stop; 0.0 when RX
+    /// never ran.
+    pub fn rx_duration_s(&self, tsc_hz: f64) -> f64 {
+        if self.rx_stop_tsc > self.rx_start_tsc {
+            (self.rx_stop_tsc - self.rx_start_tsc) as f64 / tsc_hz
+        } else {
+            0.0
+        }
+    }
+
+    /// Drop counts by reason name, every reason present.
+    pub fn drops_map(&self) -> BTreeMap<&'static str, u64> {
+        drops_map(&self.drops)
+    }
+
+    /// Worker packets by frame class name, every class present.
+    pub fn frame_classes_map(&self) -> BTreeMap<&'static str, u64> {
+        FrameClass::ALL
+            .iter()
+            .map(|c| (c.name(), self.frame_classes[c.index()]))
+            .collect()
+    }
+}
+
+/// Where one lcore's loop time went, read once from its counters. The
+/// derived figures are defined here and nowhere else.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LcoreLoad {
+    /// Packets handled in all roles (RX received + worker input + TX
+    /// input): an RX+TX lcore counts each forwarded packet twice.
+    pub handled: u64,
+    pub busy_polls: u64,
+    pub busy_cycles: u64,
+    pub idle_polls: u64,
+    pub idle_cycles: u64,
+}
+
+impl LcoreLoad {
+    /// TSC cycles of polls that moved packets, per packet handled (all
+    /// roles); 0.0 when the lcore handled nothing.
+    pub fn busy_cycles_per_packet(&self) -> f64 {
+        ratio(self.busy_cycles, self.handled)
+    }
+
+    /// Share of the loop's cycles spent on polls that moved packets.
+    pub fn busy_ratio(&self) -> f64 {
+        ratio(self.busy_cycles, self.busy_cycles + self.idle_cycles)
+    }
+
+    /// Mean packets handled per busy poll.
+    pub fn avg_burst(&self) -> f64 {
+        ratio(self.handled, self.busy_polls)
+    }
+}
+
+/// `a / b`, 0.0 when `b` is 0.
+fn ratio(a: u64, b: u64) -> f64 {
+    if b > 0 {
+        a as f64 / b as f64
+    } else {
+        0.0
     }
 }
 
@@ -258,13 +382,13 @@ pub struct LcoreReport {
     pub worker_packets: u64,
     pub tx_packets: u64,
     pub drops: BTreeMap<&'static str, u64>,
-    /// Busy cycles per packet handled by this lcore (all its roles), 0 when idle.
+    /// [`LcoreLoad::busy_cycles_per_packet`].
     pub busy_cycles_per_packet: f64,
     pub busy_polls: u64,
     pub idle_polls: u64,
-    /// Share of this lcore's loop cycles spent on polls that moved packets.
+    /// [`LcoreLoad::busy_ratio`].
     pub busy_ratio: f64,
-    /// Mean packets per busy poll.
+    /// [`LcoreLoad::avg_burst`].
     pub avg_burst: f64,
 }
 
@@ -328,19 +452,7 @@ pub struct Report {
     pub signal: Option<i32>,
 }
 
-/// Folds per-lcore counters into the class table.
-pub fn classes<'a>(lcores: impl Iterator<Item = &'a LcoreCounters>) -> BTreeMap<&'static str, u64> {
-    let mut m: BTreeMap<&'static str, u64> =
-        FrameClass::ALL.iter().map(|c| (c.name(), 0)).collect();
-    for c in lcores {
-        for class in FrameClass::ALL {
-            *m.get_mut(class.name()).unwrap() += get(&c.worker_classes[class.index()]);
-        }
-    }
-    m
-}
-
-pub fn drops_map(drops: &[u64; 4]) -> BTreeMap<&'static str, u64> {
+pub fn drops_map(drops: &[u64; DropReason::COUNT]) -> BTreeMap<&'static str, u64> {
     DropReason::ALL
         .iter()
         .map(|r| (r.name(), drops[r.index()]))
@@ -348,39 +460,24 @@ pub fn drops_map(drops: &[u64; 4]) -> BTreeMap<&'static str, u64> {
 }
 
 pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) -> LcoreReport {
-    let mut d = [0u64; 4];
+    let mut d = [0u64; DropReason::COUNT];
     for (i, x) in c.drops.iter().enumerate() {
         d[i] = get(x);
     }
-    let handled = c.rx_total() + get(&c.worker_packets) + get(&c.tx_in_packets);
-    let busy = get(&c.busy_cycles);
-    let idle = get(&c.idle_cycles);
-    let busy_polls = get(&c.busy_polls);
+    let load = c.load();
     LcoreReport {
         lcore,
         socket,
         roles: roles.names(),
         rx_packets: c.rx_total(),
-        worker_packets: get(&c.worker_packets),
+        worker_packets: c.worker_total(),
         tx_packets: c.tx_total(),
         drops: drops_map(&d),
-        busy_cycles_per_packet: if handled > 0 {
-            busy as f64 / handled as f64
-        } else {
-            0.0
-        },
-        busy_polls,
-        idle_polls: get(&c.idle_polls),
-        busy_ratio: if busy + idle > 0 {
-            busy as f64 / (busy + idle) as f64
-        } else {
-            0.0
-        },
-        avg_burst: if busy_polls > 0 {
-            handled as f64 / busy_polls as f64
-        } else {
-            0.0
-        },
+        busy_cycles_per_packet: load.busy_cycles_per_packet(),
+        busy_polls: load.busy_polls,
+        idle_polls: load.idle_polls,
+        busy_ratio: load.busy_ratio(),
+        avg_burst: load.avg_burst(),
     }
 }
 
@@ -470,6 +567,46 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_fold_over_lcores() {
+        let a = LcoreCounters::default();
+        let b = LcoreCounters::default();
+        bump(&a.rx_port_packets[0], 10);
+        bump(&b.rx_port_packets[1], 5);
+        bump(&b.tx_port_packets[0], 12);
+        a.count_drop(DropReason::TxFull, 3);
+        bump(&a.worker_classes[FrameClass::Udp.index()], 7);
+        bump(&b.class_rx_dedicated[1], 4);
+        bump(&a.rx_start_tsc, 100);
+        bump(&a.rx_stop_tsc, 300);
+        bump(&b.rx_stop_tsc, 400);
+        let t = Totals::collect([&a, &b].into_iter());
+        assert_eq!((t.rx, t.tx, t.drops_total()), (15, 12, 3));
+        assert_eq!((t.rx_port[1], t.tx_port[0]), (5, 12));
+        assert_eq!(t.in_flight(), 0);
+        assert!(t.conserved());
+        assert_eq!(t.frame_classes_map()["udp"], 7);
+        assert_eq!(t.drops_map()["tx_full"], 3);
+        assert_eq!(t.class_rx_dedicated[1], 4);
+        assert_eq!(t.rx_duration_s(100.0), 3.0, "b never started RX");
+    }
+
+    #[test]
+    fn lcore_load_figures() {
+        let c = LcoreCounters::default();
+        assert_eq!(c.load().busy_cycles_per_packet(), 0.0);
+        bump(&c.rx_port_packets[0], 4);
+        bump(&c.tx_in_packets, 4);
+        bump(&c.busy_polls, 2);
+        bump(&c.busy_cycles, 100);
+        bump(&c.idle_cycles, 300);
+        let l = c.load();
+        assert_eq!(l.handled, 8);
+        assert_eq!(l.busy_cycles_per_packet(), 12.5);
+        assert_eq!(l.busy_ratio(), 0.25);
+        assert_eq!(l.avg_burst(), 4.0);
+    }
 
     #[test]
     fn stats_line_rates_only_from_a_millisecond() {

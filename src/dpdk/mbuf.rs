@@ -91,7 +91,7 @@ use super::{sys, DpdkError};
 use std::ffi::CString;
 
 /// Largest burst tqfwd handles anywhere (RX, hand-off, TX).
-pub const MAX_BURST: usize = 256;
+pub use crate::queue::MAX_BURST;
 
 /// `RTE_MBUF_F_RX_RSS_HASH` (checked against DPDK's value in the tests below).
 pub const MBUF_F_RX_RSS_HASH: u64 = 1 << 1;

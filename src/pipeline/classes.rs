@@ -8,192 +8,32 @@
 //! the class's first lcore (see `dpdk::flow`); everywhere else RX lcores
 //! classify in software with the same semantics.
 //!
-//! Grammar (terms joined by `,`, all must hold; at least one term):
-//!
-//! ```text
-//! --class NAME:MATCH:LCORES
-//!   NAME    [A-Za-z0-9_-]{1,31}, unique
-//!   MATCH   udp | tcp | proto=N | src=A.B.C.D/LEN | dst=A.B.C.D/LEN
-//!           | src-port=N | dst-port=N          (ports need udp or tcp)
-//!   LCORES  DPDK corelist (e.g. 2-3); disjoint from other classes and from
-//!           the default workers
-//! ```
-//! Example: `--class kv:udp,dst-port=8080:2-3`.
+//! The grammar and its checks are in [`crate::config::class`].
 //!
 //! Matching never panics and never reads past the frame (it reads through
 //! `wire::parse`'s offsets with bounds-checked slices). A frame spread over
 //! several mbufs is matched on its head (`wire::parse_head`), which holds
 //! every field a class can name.
 
-use crate::cli::parse_corelist;
+pub use crate::config::class::{
+    check_classes, parse_class, ClassSpec, Match, MAX_CLASSES, PROTO_TCP, PROTO_UDP,
+};
 use crate::dpdk::flow::FlowPattern;
-use crate::wire::ipv4::{prefix_mask, protocol};
+use crate::wire::ipv4::prefix_mask;
 use crate::wire::{self, FrameClass, FrameInfo};
 
-/// Most classes a run may define.
-pub const MAX_CLASSES: usize = 8;
-
-pub const PROTO_TCP: u8 = protocol::TCP;
-pub const PROTO_UDP: u8 = protocol::UDP;
-
-/// What a class matches. `None` = any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Match {
-    pub proto: Option<u8>,
-    /// IPv4 (address, prefix length).
-    pub src: Option<([u8; 4], u8)>,
-    pub dst: Option<([u8; 4], u8)>,
-    pub src_port: Option<u16>,
-    pub dst_port: Option<u16>,
+/// The workers of one class (index 0 = default): worker indices
+/// `start..start + count` among all workers, default workers first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerRange {
+    pub start: u32,
+    pub count: u32,
 }
 
-/// One `--class`.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClassSpec {
-    pub name: String,
-    pub text: String,
-    pub matcher: Match,
-    pub lcores: Vec<u32>,
-}
-
-fn parse_prefix(v: &str) -> Result<([u8; 4], u8), String> {
-    let (a, l) = v.split_once('/').unwrap_or((v, "32"));
-    let ip: std::net::Ipv4Addr = a
-        .parse()
-        .map_err(|_| format!("'{a}' is not an IPv4 address"))?;
-    let len: u8 = l
-        .parse()
-        .map_err(|_| format!("'{l}' is not a prefix length"))?;
-    if len > 32 {
-        return Err(format!("prefix length {len} is over 32"));
+impl WorkerRange {
+    pub fn contains(self, worker: u32) -> bool {
+        worker >= self.start && worker < self.start + self.count
     }
-    let masked = u32::from(ip) & prefix_mask(len);
-    Ok((masked.to_be_bytes(), len))
-}
-
-/// Parses `NAME:MATCH:LCORES`.
-pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
-    let mut parts = s.splitn(3, ':');
-    let (name, m, l) = match (parts.next(), parts.next(), parts.next()) {
-        (Some(n), Some(m), Some(l)) => (n.trim(), m.trim(), l.trim()),
-        _ => {
-            return Err(format!(
-                "'{s}' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3)"
-            ))
-        }
-    };
-    if name.is_empty()
-        || name.len() > 31
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
-        return Err(format!(
-            "class name '{name}' must be 1-31 letters, digits, '_' or '-'"
-        ));
-    }
-    if name == "default" {
-        return Err("class name 'default' is reserved for unclassified traffic".into());
-    }
-    let mut mt = Match::default();
-    if m.is_empty() {
-        return Err(format!(
-            "class {name}: empty match (e.g. udp,dst-port=8080)"
-        ));
-    }
-    for term in m.split(',') {
-        let term = term.trim();
-        let (k, v) = term
-            .split_once('=')
-            .map(|(k, v)| (k.trim(), Some(v.trim())))
-            .unwrap_or((term, None));
-        let dup = |what: &str| format!("class {name}: {what} given twice");
-        match (k, v) {
-            ("udp", None) | ("tcp", None) => {
-                if mt.proto.is_some() {
-                    return Err(dup("protocol"));
-                }
-                mt.proto = Some(if k == "udp" { PROTO_UDP } else { PROTO_TCP });
-            }
-            ("proto", Some(v)) => {
-                if mt.proto.is_some() {
-                    return Err(dup("protocol"));
-                }
-                mt.proto = Some(v.parse().map_err(|_| format!("class {name}: proto '{v}' is not 0-255"))?);
-            }
-            ("src", Some(v)) | ("dst", Some(v)) => {
-                let p = parse_prefix(v).map_err(|e| format!("class {name}: {e}"))?;
-                let slot = if k == "src" { &mut mt.src } else { &mut mt.dst };
-                if slot.is_some() {
-                    return Err(dup(k));
-                }
-                *slot = Some(p);
-            }
-            ("src-port", Some(v)) | ("dst-port", Some(v)) => {
-                let port: u16 = v.parse().map_err(|_| format!("class {name}: port '{v}' is not 0-65535"))?;
-                let slot = if k == "src-port" { &mut mt.src_port } else { &mut mt.dst_port };
-                if slot.is_some() {
-                    return Err(dup(k));
-                }
-                *slot = Some(port);
-            }
-            _ => {
-                return Err(format!(
-                    "class {name}: unknown match term '{term}' (use udp, tcp, proto=N, src=A.B.C.D/LEN, dst=A.B.C.D/LEN, src-port=N, dst-port=N)"
-                ))
-            }
-        }
-    }
-    if (mt.src_port.is_some() || mt.dst_port.is_some())
-        && !matches!(mt.proto, Some(PROTO_UDP) | Some(PROTO_TCP))
-    {
-        return Err(format!("class {name}: a port match needs udp or tcp"));
-    }
-    let lcores = parse_corelist(l).map_err(|e| format!("class {name}: {e}"))?;
-    Ok(ClassSpec {
-        name: name.to_string(),
-        text: s.to_string(),
-        matcher: mt,
-        lcores,
-    })
-}
-
-/// Checks a set of classes against each other and the default workers.
-pub fn check_classes(classes: &[ClassSpec], default_workers: &[u32]) -> Result<(), String> {
-    if classes.len() > MAX_CLASSES {
-        return Err(format!(
-            "{} classes given; at most {MAX_CLASSES}",
-            classes.len()
-        ));
-    }
-    for (i, a) in classes.iter().enumerate() {
-        for l in &a.lcores {
-            if default_workers.contains(l) {
-                return Err(format!(
-                    "lcore {l} is both a default worker and dedicated to class {}: take it out of --worker-lcores",
-                    a.name
-                ));
-            }
-        }
-        for b in &classes[i + 1..] {
-            if a.name == b.name {
-                return Err(format!("class name {} used twice", a.name));
-            }
-            if let Some(l) = a.lcores.iter().find(|l| b.lcores.contains(l)) {
-                return Err(format!(
-                    "classes {} and {} overlap on lcore {l}: dedicated lcores must be disjoint",
-                    a.name, b.name
-                ));
-            }
-            if a.matcher == b.matcher {
-                return Err(format!(
-                    "classes {} and {} match the same traffic",
-                    a.name, b.name
-                ));
-            }
-        }
-    }
-    Ok(())
 }
 
 /// The fields a class can match, read from a parsed frame.
@@ -244,6 +84,8 @@ pub fn flow_key(frame: &[u8], info: &FrameInfo) -> FlowKey {
     k
 }
 
+/// A class match at run time: against a frame's [`FlowKey`] in software, or as
+/// an rte_flow pattern for the NIC.
 impl Match {
     /// The same match as an rte_flow pattern.
     pub fn flow_pattern(&self) -> FlowPattern {
@@ -291,55 +133,6 @@ pub fn classify(classes: &[Match], frame: &[u8]) -> usize {
 mod tests {
     use super::*;
     use crate::gen::{self, Flow};
-
-    #[test]
-    fn grammar() {
-        let c = parse_class("kv:udp,dst-port=8080:2-3").unwrap();
-        assert_eq!(c.name, "kv");
-        assert_eq!(c.matcher.proto, Some(PROTO_UDP));
-        assert_eq!(c.matcher.dst_port, Some(8080));
-        assert_eq!(c.lcores, vec![2, 3]);
-        let d = parse_class("web:tcp,src=10.1.2.3/16,dst=192.168.0.0/24,src-port=1:1").unwrap();
-        assert_eq!(d.matcher.src, Some(([10, 1, 0, 0], 16)));
-        assert_eq!(d.matcher.dst, Some(([192, 168, 0, 0], 24)));
-        assert_eq!(parse_class("p:proto=47:4").unwrap().matcher.proto, Some(47));
-        for bad in [
-            "kv:udp",
-            "kv::1",
-            ":udp:1",
-            "kv:udp,dst-port=99999:1",
-            "kv:dst-port=80:1",
-            "kv:udp,udp:1",
-            "kv:sctp:1",
-            "kv:src=10.0.0.0/33:1",
-            "kv:udp:x",
-            "default:udp:1",
-            "k v:udp:1",
-        ] {
-            assert!(parse_class(bad).is_err(), "{bad} accepted");
-        }
-    }
-
-    #[test]
-    fn overlaps_rejected() {
-        let a = parse_class("a:udp:2-3").unwrap();
-        let b = parse_class("b:tcp:3-4").unwrap();
-        let c = parse_class("c:udp:5").unwrap();
-        let a2 = parse_class("a:tcp,dst-port=1:6").unwrap();
-        assert!(check_classes(&[a.clone(), b], &[1])
-            .unwrap_err()
-            .contains("overlap on lcore 3"));
-        assert!(check_classes(&[a.clone(), c.clone()], &[1])
-            .unwrap_err()
-            .contains("match the same traffic"));
-        assert!(check_classes(&[a.clone(), a2], &[1])
-            .unwrap_err()
-            .contains("used twice"));
-        assert!(check_classes(std::slice::from_ref(&a), &[2])
-            .unwrap_err()
-            .contains("both a default worker"));
-        assert!(check_classes(&[a, parse_class("d:tcp:7").unwrap()], &[1]).is_ok());
-    }
 
     #[test]
     fn classify_frames() {

@@ -20,7 +20,7 @@ pub mod rate;
 pub mod stages;
 pub mod telemetry;
 
-use crate::cli::{OnFull, Options, RequestedDevice};
+use crate::cli::{Options, RequestedDevice};
 use crate::dpdk::{self, signal, Eal, Lcore, Mempool, Port, PortInfo};
 use crate::latency::{cycles_to_ns, Histogram};
 use crate::stats::{self, LcoreCounters, Report, Roles, Totals, MAX_PORTS};
@@ -378,7 +378,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let classes = &opts.class;
     classes::check_classes(classes, &layout.worker).map_err(RunError::Usage)?;
     let mut workers: Vec<Lcore> = layout.worker.clone();
-    let mut class_workers: Vec<(u32, u32)> = vec![(0, workers.len() as u32)];
+    let mut class_workers = vec![classes::WorkerRange {
+        start: 0,
+        count: workers.len() as u32,
+    }];
     for c in classes {
         for l in &c.lcores {
             if !lcores.contains(l) {
@@ -388,7 +391,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 )));
             }
         }
-        class_workers.push((workers.len() as u32, c.lcores.len() as u32));
+        class_workers.push(classes::WorkerRange {
+            start: workers.len() as u32,
+            count: c.lcores.len() as u32,
+        });
         workers.extend(&c.lcores);
     }
     let n_workers = workers.len();
@@ -403,7 +409,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let worker_class = |w: usize| -> u8 {
         class_workers
             .iter()
-            .rposition(|&(s, n)| (w as u32) >= s && (w as u32) < s + n)
+            .rposition(|r| r.contains(w as u32))
             .unwrap_or(0) as u8
     };
     // RX stages: the RX lcores, plus each class's first lcore, which polls
@@ -775,11 +781,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .map(|(_, c)| c.clone())
             .expect("counters")
     };
-    let policy = rate::FullPolicy::new(
-        opts.on_full == OnFull::Wait,
-        opts.drop_after as u64,
-        dpdk::tsc_hz(),
-    );
+    let policy = rate::FullPolicy::new(opts.on_full, opts.drop_after as u64, dpdk::tsc_hz());
     let mut rx_senders: Vec<Option<Vec<handoff::Sender>>> =
         rx_link.senders.into_iter().map(Some).collect();
     let mut worker_inputs: Vec<Option<InputSet>> = rx_link.inputs.into_iter().map(Some).collect();
@@ -991,23 +993,8 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         }
     }
     let mut port_reports = Vec::new();
-    let tsc_hz = dpdk::tsc_hz().max(1) as f64;
-    let start_tsc = counters
-        .iter()
-        .map(|(_, c)| c.rx_start_tsc.load(Ordering::Relaxed))
-        .filter(|&t| t != 0)
-        .min()
-        .unwrap_or(0);
-    let stop_tsc = counters
-        .iter()
-        .map(|(_, c)| c.rx_stop_tsc.load(Ordering::Relaxed))
-        .max()
-        .unwrap_or(0);
-    let duration_s = if stop_tsc > start_tsc {
-        (stop_tsc - start_tsc) as f64 / tsc_hz
-    } else {
-        0.0
-    };
+    let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
+    let duration_s = totals.rx_duration_s(dpdk::tsc_hz().max(1) as f64);
     for (i, (port, info)) in ports.iter().zip(&infos).enumerate() {
         let hw = port.stats();
         let rx_queues: Vec<u64> = layout
@@ -1015,10 +1002,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             .iter()
             .map(|&l| counters_of(l).rx_port_packets[i].load(Ordering::Relaxed))
             .collect();
-        let tx_packets: u64 = counters
-            .iter()
-            .map(|(_, c)| c.tx_port_packets[i].load(Ordering::Relaxed))
-            .sum();
+        let tx_packets = totals.tx_port[i];
         port_reports.push(stats::PortReport {
             port: i as u16,
             name: info.name.clone(),
@@ -1059,7 +1043,6 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     } else {
         None
     };
-    let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
     let mut app_classes = Vec::new();
     if !classes.is_empty() {
         let names = std::iter::once((
@@ -1067,16 +1050,12 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             "(unclassified)".to_string(),
             layout.worker.clone(),
         ))
-        .chain(classes.iter().map(|c| {
-            (
-                c.name.clone(),
-                c.text.split(':').nth(1).unwrap_or("").to_string(),
-                c.lcores.clone(),
-            )
-        }));
+        .chain(
+            classes
+                .iter()
+                .map(|c| (c.name.clone(), c.match_text.clone(), c.lcores.clone())),
+        );
         for (k, (name, matcher, class_lcores)) in names.enumerate() {
-            let sum =
-                |f: &dyn Fn(&LcoreCounters) -> u64| counters.iter().map(|(_, c)| f(c)).sum::<u64>();
             let rx_lcores = counters
                 .iter()
                 .filter_map(|(l, c)| {
@@ -1086,14 +1065,14 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
                 .collect();
             let worker_lcores = class_lcores
                 .iter()
-                .map(|&l| (l, counters_of(l).worker_packets.load(Ordering::Relaxed)))
+                .map(|&l| (l, counters_of(l).worker_total()))
                 .collect();
             app_classes.push(stats::ClassReport {
                 name,
                 matcher,
                 lcores: class_lcores,
                 packets: totals.class_rx[k],
-                dedicated_queue_packets: sum(&|c| c.class_rx_dedicated[k].load(Ordering::Relaxed)),
+                dedicated_queue_packets: totals.class_rx_dedicated[k],
                 drops: totals.class_drops[k],
                 rx_lcores,
                 worker_lcores,
@@ -1105,7 +1084,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
             });
         }
     }
-    let conservation_ok = totals.rx == totals.tx + totals.drops_total();
+    let conservation_ok = totals.conserved();
     let rate = |n: u64| {
         if duration_s > 0.0 {
             n as f64 / duration_s / 1e6
@@ -1124,9 +1103,9 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         tx_packets: totals.tx,
         rx_mpps: rate(totals.rx),
         tx_mpps: rate(totals.tx),
-        drops: stats::drops_map(&totals.drops),
+        drops: totals.drops_map(),
         drops_total: totals.drops_total(),
-        classes: stats::classes(counters.iter().map(|(_, c)| &**c)),
+        classes: totals.frame_classes_map(),
         mbufs_in_use,
         conservation_ok,
         ports: port_reports,

@@ -4,6 +4,8 @@
 //! have something to decide. Pure integer arithmetic on TSC values passed
 //! in, so they are tested without EAL.
 
+use crate::cli::OnFull;
+
 /// Fixed-point scale of the token bucket's credit (credit is TSC cycles ×
 /// `SCALE`, so a cost of 2.4 cycles per packet at 1000 Mpps stays exact
 /// to 0.1 %).
@@ -80,9 +82,9 @@ pub struct FullPolicy {
 }
 
 impl FullPolicy {
-    pub fn new(wait: bool, drop_after_us: u64, tsc_hz: u64) -> Self {
+    pub fn new(on_full: OnFull, drop_after_us: u64, tsc_hz: u64) -> Self {
         FullPolicy {
-            wait,
+            wait: on_full == OnFull::Wait,
             patience: (drop_after_us as u128 * tsc_hz as u128 / 1_000_000) as u64,
         }
     }
@@ -251,11 +253,11 @@ mod tests {
 
     #[test]
     fn zero_patience_drops_at_once() {
-        let p = FullPolicy::new(false, 0, 2_400_000_000);
+        let p = FullPolicy::new(OnFull::Drop, 0, 2_400_000_000);
         assert_eq!(p.patience, 0);
         assert!(Hold::default().refused(p, || unreachable!()));
         assert_eq!(
-            FullPolicy::new(false, 1000, 2_400_000_000).patience,
+            FullPolicy::new(OnFull::Drop, 1000, 2_400_000_000).patience,
             2_400_000
         );
     }

@@ -25,7 +25,7 @@
 //! input port, sample mark) read at RX; workers touch only the frame, TX
 //! groups by the packet's port.
 
-use super::classes::{self, Match};
+use super::classes::{self, Match, WorkerRange};
 use super::handoff::{InputSet, Sender};
 use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
@@ -189,14 +189,14 @@ impl RxStage {
         rate: Option<TokenBucket>,
         stamp: Option<(U64Field, u32)>,
         classes: Vec<Match>,
-        class_workers: Vec<(u32, u32)>,
+        class_workers: Vec<WorkerRange>,
         gates: Arc<PortGates>,
         counters: Arc<LcoreCounters>,
     ) -> Self {
         let n_workers = senders.len() as u32;
         let mut bucket_class = vec![0u8; senders.len()];
-        for (k, &(start, count)) in class_workers.iter().enumerate() {
-            for w in start..start + count {
+        for (k, r) in class_workers.iter().enumerate() {
+            for w in r.start..r.start + r.count {
                 if let Some(b) = bucket_class.get_mut(w as usize) {
                     *b = k as u8;
                 }
@@ -204,7 +204,7 @@ impl RxStage {
         }
         RxStage {
             classes,
-            class_workers,
+            class_workers: class_workers.iter().map(|r| (r.start, r.count)).collect(),
             bucket_class,
             stamp,
             since_sample: 0,

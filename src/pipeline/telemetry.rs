@@ -68,10 +68,7 @@ impl Live {
             ("rx_packets".into(), u(t.rx)),
             ("tx_packets".into(), u(t.tx)),
             ("drops_total".into(), u(t.drops_total())),
-            (
-                "in_flight".into(),
-                u(t.rx.saturating_sub(t.tx + t.drops_total())),
-            ),
+            ("in_flight".into(), u(t.in_flight())),
             (
                 "mbufs_in_use".into(),
                 u(self.mbufs_in_use.load(Ordering::Relaxed)),
@@ -84,23 +81,22 @@ impl Live {
         self.lcores
             .iter()
             .map(|(l, roles, c)| {
-                let g = |a: &AtomicU64| a.load(Ordering::Relaxed);
-                let handled = c.rx_total() + g(&c.worker_packets) + g(&c.tx_in_packets);
-                let busy = g(&c.busy_cycles);
+                let load = c.load();
                 (
                     format!("lcore{l}"),
                     TelValue::Dict(vec![
                         ("roles".into(), s(&roles.names().join("+"))),
                         ("rx_packets".into(), u(c.rx_total())),
-                        ("worker_packets".into(), u(g(&c.worker_packets))),
+                        ("worker_packets".into(), u(c.worker_total())),
                         ("tx_packets".into(), u(c.tx_total())),
-                        ("busy_polls".into(), u(g(&c.busy_polls))),
-                        ("idle_polls".into(), u(g(&c.idle_polls))),
-                        ("busy_cycles".into(), u(busy)),
-                        ("idle_cycles".into(), u(g(&c.idle_cycles))),
+                        ("busy_polls".into(), u(load.busy_polls)),
+                        ("idle_polls".into(), u(load.idle_polls)),
+                        ("busy_cycles".into(), u(load.busy_cycles)),
+                        ("idle_cycles".into(), u(load.idle_cycles)),
+                        // DPDK 22.11 telemetry carries integers: whole cycles.
                         (
                             "busy_cycles_per_packet".into(),
-                            u(busy.checked_div(handled).unwrap_or(0)),
+                            u(load.busy_cycles_per_packet() as u64),
                         ),
                     ]),
                 )
@@ -109,20 +105,12 @@ impl Live {
     }
 
     pub fn ports(&self) -> Vec<(String, TelValue)> {
+        let t = self.totals();
         self.ports
             .iter()
             .map(|(p, name, driver)| {
                 let i = *p as usize;
-                let rx: u64 = self
-                    .lcores
-                    .iter()
-                    .map(|(_, _, c)| c.rx_port_packets[i].load(Ordering::Relaxed))
-                    .sum();
-                let tx: u64 = self
-                    .lcores
-                    .iter()
-                    .map(|(_, _, c)| c.tx_port_packets[i].load(Ordering::Relaxed))
-                    .sum();
+                let (rx, tx) = (t.rx_port[i], t.tx_port[i]);
                 let hw = Port::by_id(*p).map(Port::stats).unwrap_or_default();
                 (
                     format!("port{p}"),
@@ -172,16 +160,11 @@ impl Live {
             .iter()
             .enumerate()
             .map(|(k, name)| {
-                let dedicated: u64 = self
-                    .lcores
-                    .iter()
-                    .map(|(_, _, c)| c.class_rx_dedicated[k].load(Ordering::Relaxed))
-                    .sum();
                 (
                     name.clone(),
                     TelValue::Dict(vec![
                         ("packets".into(), u(t.class_rx[k])),
-                        ("dedicated_queue_packets".into(), u(dedicated)),
+                        ("dedicated_queue_packets".into(), u(t.class_rx_dedicated[k])),
                         ("drops".into(), u(t.class_drops[k])),
                     ]),
                 )

@@ -104,8 +104,11 @@ pub enum FrameClass {
 }
 
 impl FrameClass {
+    /// How many classes there are: the length of per-class counter arrays.
+    pub const COUNT: usize = 6;
+
     /// All classes, in [`index`](Self::index) order.
-    pub const ALL: [FrameClass; 6] = [
+    pub const ALL: [FrameClass; Self::COUNT] = [
         FrameClass::Udp,
         FrameClass::Tcp,
         FrameClass::OtherIp,
@@ -127,9 +130,10 @@ impl FrameClass {
         }
     }
 
-    /// Position in [`ALL`](Self::ALL) (0..6), for per-class counter arrays.
+    /// Position in [`ALL`](Self::ALL) (0..[`COUNT`](Self::COUNT)), for
+    /// per-class counter arrays.
     #[inline]
-    pub fn index(self) -> usize {
+    pub const fn index(self) -> usize {
         match self {
             FrameClass::Udp => 0,
             FrameClass::Tcp => 1,
@@ -140,6 +144,17 @@ impl FrameClass {
         }
     }
 }
+
+// `ALL` holds the classes in `index()` order, so arrays of `COUNT` counters
+// line up with `ALL`. A new variant must get a number in the exhaustive
+// `index()` match next to `COUNT`.
+const _: () = {
+    let mut i = 0;
+    while i < FrameClass::COUNT {
+        assert!(FrameClass::ALL[i].index() == i);
+        i += 1;
+    }
+};
 
 impl fmt::Display for FrameClass {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

@@ -675,7 +675,7 @@ impl XorShift {
 #[test]
 fn random_bytes_never_panic() {
     let mut rng = XorShift(0x2545_f491_4f6c_dd1d);
-    let mut seen = [0usize; 6];
+    let mut seen = [0usize; FrameClass::COUNT];
     let mut buf = Vec::with_capacity(256);
     for _ in 0..200_000 {
         let len = (rng.next() % 160) as usize;
