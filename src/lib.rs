@@ -22,9 +22,9 @@ pub mod queue;
 
 #[forbid(unsafe_code)]
 pub mod cli;
-#[cfg(any(test, feature = "testkit"))]
 #[forbid(unsafe_code)]
 pub mod config;
+#[cfg(any(test, feature = "testkit"))]
 #[forbid(unsafe_code)]
 pub mod gen;
 #[forbid(unsafe_code)]
