@@ -9,6 +9,8 @@ scripts/install-deps.sh
 scripts/hugepages.sh setup 512 || true
 cargo fmt --check
 cargo clippy --all-targets --all-features -- -D warnings
+# The forwarder as users build it (no testkit, no dev-dependencies).
+cargo clippy --lib --bins -- -D warnings
 cargo build --release --bins --features testkit
 # Forwarding tests start the tqfwd binary one at a time (they hold a lock);
 # the binaries' own unit tests run in parallel.
