@@ -122,10 +122,10 @@ mod raw {
     #[repr(C)]
     pub struct RawPacket {
         pub(in crate::dpdk) mbuf: RawMbuf,
-        frame_offset: u16,
-        len: u16,
-        port: u16,
-        flags: u16,
+        pub(super) frame_offset: u16,
+        pub(super) len: u16,
+        pub(super) port: u16,
+        pub(super) flags: u16,
     }
 
     impl RawPacket {
@@ -542,6 +542,18 @@ pub trait BurstItem: sealed::Sealed + Sized {
     /// The mbuf address a raw item holds.
     #[doc(hidden)]
     fn raw_mbuf(item: &Self::Raw) -> *mut sys::rte_mbuf;
+    /// The raw form; the handle is consumed (the raw copy now owns the
+    /// mbuf). Field by field, so a burst slot is written directly (a copy
+    /// through memory of a different shape stalls store forwarding).
+    #[doc(hidden)]
+    fn into_raw(self) -> Self::Raw;
+    /// The handle a raw item stands for.
+    ///
+    /// # Safety
+    /// `raw` came from `into_raw` of a live handle (possibly through a
+    /// queue) and no other handle is made from it.
+    #[doc(hidden)]
+    unsafe fn from_raw(raw: Self::Raw) -> Self;
     /// Frees the mbufs of `items` with `rte_pktmbuf_free_bulk`.
     ///
     /// # Safety
@@ -556,6 +568,14 @@ impl BurstItem for MbufPtr {
     #[inline]
     fn raw_mbuf(item: &RawMbuf) -> *mut sys::rte_mbuf {
         item.0.as_ptr()
+    }
+    #[inline(always)]
+    fn into_raw(self) -> RawMbuf {
+        self.0
+    }
+    #[inline(always)]
+    unsafe fn from_raw(raw: RawMbuf) -> MbufPtr {
+        MbufPtr(raw)
     }
     #[inline]
     unsafe fn free_bulk(items: &mut [RawMbuf]) {
@@ -577,6 +597,34 @@ impl BurstItem for Packet {
     fn raw_mbuf(item: &RawPacket) -> *mut sys::rte_mbuf {
         item.mbuf.0.as_ptr()
     }
+    #[inline(always)]
+    fn into_raw(self) -> RawPacket {
+        let Packet {
+            mbuf,
+            frame_offset,
+            len,
+            port,
+            flags,
+        } = self;
+        RawPacket {
+            mbuf: mbuf.into_raw(),
+            frame_offset,
+            len,
+            port,
+            flags,
+        }
+    }
+    #[inline(always)]
+    unsafe fn from_raw(raw: RawPacket) -> Packet {
+        Packet {
+            // SAFETY: the caller's contract, passed on.
+            mbuf: unsafe { MbufPtr::from_raw(raw.mbuf) },
+            frame_offset: raw.frame_offset,
+            len: raw.len,
+            port: raw.port,
+            flags: raw.flags,
+        }
+    }
     #[inline]
     unsafe fn free_bulk(items: &mut [RawPacket]) {
         // Gathers the handles a chunk at a time (the PMD-facing array must
@@ -591,26 +639,6 @@ impl BurstItem for Packet {
             unsafe { MbufPtr::free_bulk(&mut raw[..chunk.len()]) };
         }
     }
-}
-
-/// The raw form of a handle, which is forgotten (the raw copy now owns it).
-#[inline(always)]
-fn into_raw<T: BurstItem>(item: T) -> T::Raw {
-    let item = std::mem::ManuallyDrop::new(item);
-    // SAFETY: T and T::Raw have the same layout (BurstItem, checked in
-    // Burst::LAYOUT); `item` is never used or dropped again.
-    unsafe { std::mem::transmute_copy::<T, T::Raw>(&item) }
-}
-
-/// The handle a raw item stands for.
-///
-/// # Safety
-/// `raw` came from `into_raw` of a live handle (possibly through a queue)
-/// and no other handle is made from it.
-#[inline(always)]
-unsafe fn from_raw<T: BurstItem>(raw: T::Raw) -> T {
-    // SAFETY: same layout (see into_raw); ownership is the caller's contract.
-    unsafe { std::mem::transmute_copy::<T::Raw, T>(&raw) }
 }
 
 /// An 8-byte mbuf dynamic field registered with `rte_mbuf_dynfield_register`.
@@ -725,22 +753,23 @@ impl<T: BurstItem> Burst<T> {
     #[inline]
     #[must_use = "a false return is a freed mbuf the caller must count"]
     pub fn push_or_free(&mut self, m: T) -> bool {
-        let raw = into_raw(m);
-        if self.len == MAX_BURST {
+        let Some(slot) = self.slots.get_mut(self.len) else {
             debug_assert!(false, "push into a full burst");
-            Self::free_cold(raw);
+            Self::free_cold(m);
             return false;
-        }
-        self.slots[self.len] = raw;
+        };
+        // Converted straight into the slot: no aggregate on the stack.
+        *slot = m.into_raw();
         self.len += 1;
         true
     }
 
     #[cold]
     #[inline(never)]
-    fn free_cold(mut raw: T::Raw) {
-        // SAFETY: `raw` is the raw form of a live owned handle that nobody
-        // else holds (push_or_free forgot it).
+    fn free_cold(m: T) {
+        let mut raw = m.into_raw();
+        // SAFETY: `raw` is the raw form of a live handle that nobody else
+        // holds (into_raw consumed it).
         unsafe { T::free_bulk(std::slice::from_mut(&mut raw)) };
     }
 
@@ -779,19 +808,18 @@ impl<T: BurstItem> Burst<T> {
         self.len -= n;
     }
 
-    /// Takes every handle out, in order; the burst is empty after. Handles
-    /// the iterator has not yielded when it is dropped are freed (asserted
-    /// against in debug builds: the pipeline takes them all).
-    #[inline]
-    pub fn drain(&mut self) -> Drain<'_, T> {
-        let end = self.len;
-        // Forgotten now: if the Drain is leaked, so are the rest (never
-        // owned twice).
-        self.len = 0;
-        Drain {
-            burst: self,
-            next: 0,
-            end,
+    /// Moves every handle out, in order, into `f`; the burst is empty after.
+    /// The loop the stages run per packet: a plain walk over the slots, no
+    /// iterator state. Should `f` panic, the handles not yet moved leak
+    /// (they are never owned twice).
+    #[inline(always)]
+    pub fn move_each(&mut self, mut f: impl FnMut(T)) {
+        // Forgotten first: each slot below is turned into a handle once.
+        let len = std::mem::take(&mut self.len);
+        for raw in &self.slots[..len] {
+            // SAFETY: slots < len held live handles in raw form that the
+            // burst has just forgotten; each is read once.
+            f(unsafe { T::from_raw(*raw) });
         }
     }
 
@@ -831,52 +859,6 @@ impl<T: BurstItem> Burst<T> {
         }
         self.len = kept;
         freed
-    }
-}
-
-/// The handles of a burst, by value ([`Burst::drain`]).
-pub struct Drain<'a, T: BurstItem> {
-    burst: &'a mut Burst<T>,
-    next: usize,
-    end: usize,
-}
-
-impl<T: BurstItem> Iterator for Drain<'_, T> {
-    type Item = T;
-
-    #[inline]
-    fn next(&mut self) -> Option<T> {
-        if self.next == self.end {
-            return None;
-        }
-        let raw = self.burst.slots[self.next];
-        self.next += 1;
-        // SAFETY: slots next..end hold live handles the burst forgot in
-        // drain(); each is yielded once (next only grows).
-        Some(unsafe { from_raw(raw) })
-    }
-
-    #[inline]
-    fn size_hint(&self) -> (usize, Option<usize>) {
-        let n = self.end - self.next;
-        (n, Some(n))
-    }
-}
-
-impl<T: BurstItem> ExactSizeIterator for Drain<'_, T> {}
-
-impl<T: BurstItem> Drop for Drain<'_, T> {
-    fn drop(&mut self) {
-        if self.next < self.end {
-            debug_assert!(
-                std::thread::panicking(),
-                "burst drain dropped with {} mbufs",
-                self.end - self.next
-            );
-            // SAFETY: slots next..end hold live handles not yielded, which
-            // nobody else owns (the burst forgot them).
-            unsafe { T::free_bulk(&mut self.burst.slots[self.next..self.end]) };
-        }
     }
 }
 
@@ -952,6 +934,7 @@ mod tests {
     fn bursts_move_handles_in_order() {
         let mut fakes: Vec<Box<FakeMbuf>> = (0..4).map(|i| fake(0, 10 + i, i)).collect();
         let mut b: Burst<Packet> = Burst::new();
+        let mut out: Burst<Packet> = Burst::new();
         for f in fakes.iter_mut() {
             assert!(b.push_or_free(Packet::from_rx(handle(f))));
         }
@@ -959,9 +942,15 @@ mod tests {
         b.consume_front(1);
         let ports: Vec<u16> = b.as_slice().iter().map(|p| p.port()).collect();
         assert_eq!(ports, [1, 2, 3]);
-        let lens: Vec<usize> = b.drain().map(|p| p.len()).collect();
+        let mut lens = Vec::new();
+        b.move_each(|p| {
+            lens.push(p.len());
+            assert!(out.push_or_free(p));
+        });
         assert_eq!(lens, [11, 12, 13]);
         assert!(b.is_empty());
+        assert_eq!(out.len(), 3);
+        out.consume_front(3); // fakes: nothing to free
     }
 
     #[test]

@@ -346,7 +346,7 @@ impl RxStage {
                 // Software classification (also on dedicated queues: a rule
                 // steers, the classifier decides).
                 let mut per_class = [0u64; MAX_APP_CLASSES + 1];
-                for m in self.rx.drain() {
+                self.rx.move_each(|m| {
                     let p = to_packet(m);
                     let (head, frame_len) = p.head(&mut scratch);
                     let info = wire::parse_head(head, frame_len);
@@ -361,7 +361,7 @@ impl RxStage {
                     let (start, count) = self.class_workers[class];
                     let bucket = &mut self.buckets[start as usize + reduce(hash, count)];
                     lost += u64::from(!bucket.push_or_free(p));
-                }
+                });
                 for (k, &c) in per_class.iter().enumerate() {
                     if c != 0 {
                         bump(&self.counters.class_rx[k], c);
@@ -372,11 +372,10 @@ impl RxStage {
                 }
             } else if self.n_workers == 1 {
                 let bucket = &mut self.buckets[0];
-                for m in self.rx.drain() {
-                    lost += u64::from(!bucket.push_or_free(to_packet(m)));
-                }
+                self.rx
+                    .move_each(|m| lost += u64::from(!bucket.push_or_free(to_packet(m))));
             } else {
-                for m in self.rx.drain() {
+                self.rx.move_each(|m| {
                     let p = to_packet(m);
                     let hash = match p.mbuf().rss_hash() {
                         Some(h) => h,
@@ -387,7 +386,7 @@ impl RxStage {
                     };
                     let bucket = &mut self.buckets[reduce(hash, self.n_workers)];
                     lost += u64::from(!bucket.push_or_free(p));
-                }
+                });
             }
             if lost != 0 {
                 self.counters.count_drop(DropReason::RxHandoffFull, lost);
@@ -575,15 +574,15 @@ impl WorkerStage {
         let mut lost = 0u64;
         if self.buckets.len() == 1 {
             let bucket = &mut self.buckets[0];
-            for m in self.inbuf.drain() {
-                lost += u64::from(!bucket.push_or_free(m));
-            }
+            self.inbuf
+                .move_each(|m| lost += u64::from(!bucket.push_or_free(m)));
         } else {
-            for m in self.inbuf.drain() {
+            let buckets = &mut self.buckets;
+            self.inbuf.move_each(|m| {
                 let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
-                let bucket = &mut self.buckets[map.tx_index[out] as usize];
+                let bucket = &mut buckets[map.tx_index[out] as usize];
                 lost += u64::from(!bucket.push_or_free(m));
-            }
+            });
         }
         if lost != 0 {
             counters.count_drop(DropReason::WorkerHandoffFull, lost);
@@ -762,18 +761,18 @@ impl TxStage {
             // Read just before the first rte_eth_tx_burst of the batch; only
             // sampled packets' headers are read.
             let now = dpdk::rdtsc_inline();
-            for p in self.inbuf.drain() {
+            self.inbuf.move_each(|p| {
                 if p.is_sampled() {
                     hist.record(now.wrapping_sub(p.mbuf().field(*field)));
                 }
                 let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
                 lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
-            }
+            });
         } else {
-            for p in self.inbuf.drain() {
+            self.inbuf.move_each(|p| {
                 let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
                 lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
-            }
+            });
         }
         if lost != 0 {
             self.counters.count_drop(DropReason::TxFull, lost);
