@@ -24,33 +24,133 @@
 //! [`Burst`] is a fixed array of [`MAX_BURST`] handles plus a length
 //! ([`MbufBurst`] for the PMDs, `Burst<Packet>` between stages): no
 //! allocation on the data path.
+//!
+//! # Why safe code cannot duplicate or double-free a handle
+//!
+//! - [`MbufPtr`] and [`Packet`] are neither `Copy` nor `Clone`, and no safe
+//!   function builds one from a pointer: new handles come only from a PMD
+//!   (`Port::rx_burst`) and from a packet hand-off queue (module
+//!   `packet_queue`), and `Packet::from_rx`/`Packet::into_mbuf` move one
+//!   into the other. Every function that ends a handle's life (free,
+//!   transmit, send, push) takes it by value, or takes it out of a
+//!   [`Burst`] and forgets it there.
+//! - What is copied bit for bit is the plain-data *raw* form of a handle
+//!   (`RawMbuf`, `RawPacket`, private to `dpdk`): the slots of a [`Burst`]
+//!   and the items of the hand-off queues. No public function returns a
+//!   raw value of a live mbuf (only the dangling `BurstItem::EMPTY`), and
+//!   none turns a raw value into a handle except inside `dpdk`: a burst
+//!   reads back only the slots it filled, and a packet receiver only items
+//!   from the one queue it was built with, whose only producers are the
+//!   packet senders built with it (`packet_queue` builds both ends at once,
+//!   so no safe code holds a raw end of such a queue). The queues return
+//!   each item once (their own contract, loom- and Miri-checked for the
+//!   TransferQueue; DPDK's for `rte_ring`).
+//! - A burst dropped while holding mbufs frees them (and asserts in debug
+//!   builds, because the pipeline counts before it drops); a handle itself
+//!   has no destructor, so a handle dropped by mistake leaks (safe, and
+//!   caught by the end-of-run "0 mbufs in use" checks) but is never freed
+//!   twice.
+//!
+//! ```compile_fail,E0382
+//! // A packet is moved, not copied: after pushing it into a burst it is gone.
+//! use tqfwd::dpdk::{Burst, Packet};
+//! fn hand_on(burst: &mut Burst<Packet>, mut p: Packet) {
+//!     let _ = burst.push_or_free(p);
+//!     p.data_mut()[0] = 0; // error[E0382]: borrow of moved value: `p`
+//! }
+//! ```
+//!
+//! ```compile_fail,E0382
+//! // Packet is not Copy: a second owner cannot be made by assignment.
+//! use tqfwd::dpdk::Packet;
+//! fn twins(p: Packet) -> (Packet, Packet) {
+//!     (p, p) // error[E0382]: use of moved value: `p`
+//! }
+//! ```
+//!
+//! ```compile_fail,E0599
+//! // ...nor Clone.
+//! use tqfwd::dpdk::MbufPtr;
+//! fn twin(m: &MbufPtr) -> MbufPtr {
+//!     m.clone() // error[E0599]: no method named `clone`
+//! }
+//! ```
+//!
+//! ```compile_fail,E0382
+//! // A sent packet is gone too: `send` takes the burst's packets.
+//! use tqfwd::dpdk::{Burst, Packet};
+//! use tqfwd::dpdk::packet_queue::PacketSender;
+//! fn send(tx: &mut PacketSender, mut burst: Burst<Packet>, p: Packet) {
+//!     let _ = burst.push_or_free(p);
+//!     tx.send(&mut burst);
+//!     let _ = p.len(); // error[E0382]: borrow of moved value: `p`
+//! }
+//! ```
 
 use super::{sys, DpdkError};
 use std::ffi::CString;
-use std::ptr::NonNull;
 
 /// Largest burst tqfwd handles anywhere (RX, hand-off, TX).
 pub use crate::queue::MAX_BURST;
 
-/// `RTE_MBUF_F_RX_RSS_HASH` (checked against DPDK's value in tests).
+/// `RTE_MBUF_F_RX_RSS_HASH` (checked against DPDK's value in the tests below).
 pub const MBUF_F_RX_RSS_HASH: u64 = 1 << 1;
 
-/// An owned reference to one mbuf (see the module doc).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-#[repr(transparent)]
-pub struct MbufPtr(NonNull<sys::rte_mbuf>);
+/// The plain-data forms of the handles, private to `dpdk` (module doc):
+/// what burst slots and hand-off queues copy.
+mod raw {
+    use super::sys;
+    use std::ptr::NonNull;
 
-// SAFETY: an mbuf may be handed from one lcore to another; ownership moves
-// with the handle (module doc), so no two threads use it at once.
-unsafe impl Send for MbufPtr {}
+    /// An mbuf address; owns nothing by itself.
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    #[repr(transparent)]
+    pub struct RawMbuf(pub(in crate::dpdk) NonNull<sys::rte_mbuf>);
+
+    // SAFETY: a plain address; whoever turns it back into a handle owns the
+    // mbuf, and ownership moves between lcores with it (module doc).
+    unsafe impl Send for RawMbuf {}
+
+    impl RawMbuf {
+        /// Fills unused burst slots; never dereferenced.
+        pub(in crate::dpdk) const EMPTY: RawMbuf = RawMbuf(NonNull::dangling());
+    }
+
+    /// [`super::Packet`]'s fields, same layout (both `repr(C)`, same field
+    /// types up to `repr(transparent)`).
+    #[derive(Clone, Copy)]
+    #[repr(C)]
+    pub struct RawPacket {
+        pub(in crate::dpdk) mbuf: RawMbuf,
+        pub(super) frame_offset: u16,
+        pub(super) len: u16,
+        pub(super) port: u16,
+        pub(super) flags: u16,
+    }
+
+    impl RawPacket {
+        pub(in crate::dpdk) const EMPTY: RawPacket = RawPacket {
+            mbuf: RawMbuf::EMPTY,
+            frame_offset: 0,
+            len: 0,
+            port: 0,
+            flags: 0,
+        };
+    }
+}
+
+pub(super) use raw::{RawMbuf, RawPacket};
+
+/// An owned reference to one mbuf (see the module doc): neither `Copy` nor
+/// `Clone`.
+#[derive(PartialEq, Eq, Debug)]
+#[repr(transparent)]
+pub struct MbufPtr(RawMbuf);
 
 impl MbufPtr {
-    /// A placeholder that is never dereferenced: fills unused burst slots.
-    const EMPTY: MbufPtr = MbufPtr(NonNull::dangling());
-
     #[inline]
-    fn raw(self) -> *mut sys::rte_mbuf {
-        self.0.as_ptr()
+    fn raw(&self) -> *mut sys::rte_mbuf {
+        self.0 .0.as_ptr()
     }
 
     /// The first segment's data (the whole frame for single-segment mbufs).
@@ -205,12 +305,6 @@ impl MbufPtr {
         unsafe { ((self.raw() as *mut u8).add(f.offset) as *mut u64).write(v) }
     }
 
-    /// Hints the CPU to fetch the mbuf header (first cache line).
-    #[inline]
-    pub fn prefetch_header(&self) {
-        prefetch(self.raw() as *const u8);
-    }
-
     /// Hints the CPU to fetch the start of the frame (reads the header).
     #[inline]
     pub fn prefetch_data(&self) {
@@ -221,12 +315,6 @@ impl MbufPtr {
             (m.buf_addr as *const u8).wrapping_add(m.data_off as usize)
         };
         prefetch(p);
-    }
-
-    /// The mbuf's pointer value, for opaque carriers (rings).
-    #[inline]
-    pub fn as_ptr(self) -> *mut std::ffi::c_void {
-        self.raw() as *mut std::ffi::c_void
     }
 }
 
@@ -245,11 +333,11 @@ fn prefetch(p: *const u8) {
 
 /// An mbuf on its way through the pipeline, with the header facts the
 /// later stages need (see the module doc). Owned like [`MbufPtr`]: moved,
-/// never duplicated, ended once.
+/// never duplicated (neither `Copy` nor `Clone`), ended once.
 ///
 /// Valid while nobody changes the mbuf's data offset or length between RX
 /// and the later reader (tqfwd never does).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+#[derive(PartialEq, Eq, Debug)]
 #[repr(C)]
 pub struct Packet {
     mbuf: MbufPtr,
@@ -262,10 +350,10 @@ pub struct Packet {
     flags: u16,
 }
 
-// SAFETY: ownership of the mbuf moves with the value, as for MbufPtr.
-unsafe impl Send for Packet {}
-
 const _: () = assert!(std::mem::size_of::<Packet>() == 16);
+const _: () = assert!(std::mem::size_of::<RawPacket>() == 16);
+const _: () = assert!(std::mem::align_of::<Packet>() == std::mem::align_of::<RawPacket>());
+const _: () = assert!(std::mem::size_of::<MbufPtr>() == std::mem::size_of::<RawMbuf>());
 
 impl Packet {
     /// `frame_offset` value meaning "read buf_addr + data_off".
@@ -274,13 +362,6 @@ impl Packet {
     const SAMPLED: u16 = 1;
     /// Flag: the mbuf is a chain of several segments.
     const MULTI_SEG: u16 = 2;
-    const EMPTY: Packet = Packet {
-        mbuf: MbufPtr::EMPTY,
-        frame_offset: 0,
-        len: 0,
-        port: 0,
-        flags: 0,
-    };
 
     /// Reads the header facts of a freshly received mbuf (on the RX lcore).
     #[inline]
@@ -310,35 +391,41 @@ impl Packet {
         }
     }
 
-    /// The mbuf itself (to transmit or free it).
+    /// The mbuf (to read or write its fields).
     #[inline]
-    pub fn mbuf(self) -> MbufPtr {
+    pub fn mbuf(&self) -> &MbufPtr {
+        &self.mbuf
+    }
+
+    /// The mbuf itself, to transmit or free it; the packet is gone.
+    #[inline]
+    pub fn into_mbuf(self) -> MbufPtr {
         self.mbuf
     }
 
     /// Input port, as the PMD set it at RX.
     #[inline]
-    pub fn port(self) -> u16 {
+    pub fn port(&self) -> u16 {
         self.port
     }
 
     /// Length of the first segment (the whole frame unless
     /// [`is_multi_seg`](Self::is_multi_seg)).
     #[inline]
-    pub fn len(self) -> usize {
+    pub fn len(&self) -> usize {
         self.len as usize
     }
 
     /// The mbuf is a chain of several segments.
     #[inline]
-    pub fn is_multi_seg(self) -> bool {
+    pub fn is_multi_seg(&self) -> bool {
         self.flags & Self::MULTI_SEG != 0
     }
 
     /// Frame length over all segments (reads the mbuf header only for a
     /// chain).
     #[inline]
-    pub fn pkt_len(self) -> usize {
+    pub fn pkt_len(&self) -> usize {
         if self.is_multi_seg() {
             self.mbuf.pkt_len() as usize
         } else {
@@ -383,7 +470,7 @@ impl Packet {
     }
 
     #[inline]
-    pub fn is_empty(self) -> bool {
+    pub fn is_empty(&self) -> bool {
         self.len == 0
     }
 
@@ -394,12 +481,12 @@ impl Packet {
     }
 
     #[inline]
-    pub fn is_sampled(self) -> bool {
+    pub fn is_sampled(&self) -> bool {
         self.flags & Self::SAMPLED != 0
     }
 
     #[inline]
-    fn frame_start(self) -> *mut u8 {
+    fn frame_start(&self) -> *mut u8 {
         if self.frame_offset != Self::OFFSET_IN_HEADER {
             // Same address the header gives (from_rx checked the offset);
             // no header read.
@@ -432,32 +519,67 @@ impl Packet {
 
     /// Hints the CPU to fetch the start of the frame (no header read).
     #[inline]
-    pub fn prefetch_data(self) {
+    pub fn prefetch_data(&self) {
         prefetch(self.frame_start());
     }
 }
 
-/// What a [`Burst`] can hold: an owned mbuf handle, plain or with facts.
-pub trait BurstItem: Copy {
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::MbufPtr {}
+    impl Sealed for super::Packet {}
+}
+
+/// What a [`Burst`] can hold: an owned mbuf handle, plain ([`MbufPtr`]) or
+/// with facts ([`Packet`]). Sealed: only these two.
+pub trait BurstItem: sealed::Sealed + Sized {
+    /// The handle's plain-data form, same layout (module doc).
+    #[doc(hidden)]
+    type Raw: Copy;
     /// Fills unused slots; never dereferenced.
-    const EMPTY: Self;
-    fn mbuf(self) -> MbufPtr;
+    #[doc(hidden)]
+    const EMPTY: Self::Raw;
+    /// The mbuf address a raw item holds.
+    #[doc(hidden)]
+    fn raw_mbuf(item: &Self::Raw) -> *mut sys::rte_mbuf;
+    /// The raw form; the handle is consumed (the raw copy now owns the
+    /// mbuf). Field by field, so a burst slot is written directly (a copy
+    /// through memory of a different shape stalls store forwarding).
+    #[doc(hidden)]
+    fn into_raw(self) -> Self::Raw;
+    /// The handle a raw item stands for.
+    ///
+    /// # Safety
+    /// `raw` came from `into_raw` of a live handle (possibly through a
+    /// queue) and no other handle is made from it.
+    #[doc(hidden)]
+    unsafe fn from_raw(raw: Self::Raw) -> Self;
     /// Frees the mbufs of `items` with `rte_pktmbuf_free_bulk`.
     ///
     /// # Safety
     /// Every item owns a live mbuf, and the caller forgets the items after.
-    unsafe fn free_bulk(items: &mut [Self]);
+    #[doc(hidden)]
+    unsafe fn free_bulk(items: &mut [Self::Raw]);
 }
 
 impl BurstItem for MbufPtr {
-    const EMPTY: Self = MbufPtr::EMPTY;
+    type Raw = RawMbuf;
+    const EMPTY: RawMbuf = RawMbuf::EMPTY;
     #[inline]
-    fn mbuf(self) -> MbufPtr {
-        self
+    fn raw_mbuf(item: &RawMbuf) -> *mut sys::rte_mbuf {
+        item.0.as_ptr()
+    }
+    #[inline(always)]
+    fn into_raw(self) -> RawMbuf {
+        self.0
+    }
+    #[inline(always)]
+    unsafe fn from_raw(raw: RawMbuf) -> MbufPtr {
+        MbufPtr(raw)
     }
     #[inline]
-    unsafe fn free_bulk(items: &mut [Self]) {
-        // SAFETY: live owned mbufs (caller's contract); MbufPtr is
+    unsafe fn free_bulk(items: &mut [RawMbuf]) {
+        // SAFETY: live owned mbufs (caller's contract); RawMbuf is
         // repr(transparent) over a non-null `*mut rte_mbuf`.
         unsafe {
             sys::rte_pktmbuf_free_bulk(
@@ -469,16 +591,45 @@ impl BurstItem for MbufPtr {
 }
 
 impl BurstItem for Packet {
-    const EMPTY: Self = Packet::EMPTY;
+    type Raw = RawPacket;
+    const EMPTY: RawPacket = RawPacket::EMPTY;
     #[inline]
-    fn mbuf(self) -> MbufPtr {
-        self.mbuf
+    fn raw_mbuf(item: &RawPacket) -> *mut sys::rte_mbuf {
+        item.mbuf.0.as_ptr()
+    }
+    #[inline(always)]
+    fn into_raw(self) -> RawPacket {
+        let Packet {
+            mbuf,
+            frame_offset,
+            len,
+            port,
+            flags,
+        } = self;
+        RawPacket {
+            mbuf: mbuf.into_raw(),
+            frame_offset,
+            len,
+            port,
+            flags,
+        }
+    }
+    #[inline(always)]
+    unsafe fn from_raw(raw: RawPacket) -> Packet {
+        Packet {
+            // SAFETY: the caller's contract, passed on.
+            mbuf: unsafe { MbufPtr::from_raw(raw.mbuf) },
+            frame_offset: raw.frame_offset,
+            len: raw.len,
+            port: raw.port,
+            flags: raw.flags,
+        }
     }
     #[inline]
-    unsafe fn free_bulk(items: &mut [Self]) {
+    unsafe fn free_bulk(items: &mut [RawPacket]) {
         // Gathers the handles a chunk at a time (the PMD-facing array must
         // be contiguous `rte_mbuf *`).
-        let mut raw = [MbufPtr::EMPTY; 64];
+        let mut raw = [RawMbuf::EMPTY; 64];
         for chunk in items.chunks(raw.len()) {
             for (r, p) in raw.iter_mut().zip(chunk) {
                 *r = p.mbuf;
@@ -534,9 +685,11 @@ impl U64Field {
 }
 
 /// A fixed-capacity burst of owned mbufs (plain handles or [`Packet`]s).
+/// The first `len` slots hold live handles in raw form; the burst owns them.
 pub struct Burst<T: BurstItem> {
-    slots: [T; MAX_BURST],
+    slots: [T::Raw; MAX_BURST],
     len: usize,
+    _owns: std::marker::PhantomData<T>,
 }
 
 /// The burst the PMDs fill and drain.
@@ -549,10 +702,19 @@ impl<T: BurstItem> Default for Burst<T> {
 }
 
 impl<T: BurstItem> Burst<T> {
+    /// A handle and its raw form have the same layout.
+    const LAYOUT: () = assert!(
+        std::mem::size_of::<T>() == std::mem::size_of::<T::Raw>()
+            && std::mem::align_of::<T>() == std::mem::align_of::<T::Raw>()
+    );
+
     pub const fn new() -> Self {
+        #[allow(clippy::let_unit_value)]
+        let () = Self::LAYOUT;
         Burst {
             slots: [T::EMPTY; MAX_BURST],
             len: 0,
+            _owns: std::marker::PhantomData,
         }
     }
 
@@ -573,40 +735,71 @@ impl<T: BurstItem> Burst<T> {
 
     #[inline]
     pub fn as_slice(&self) -> &[T] {
-        &self.slots[..self.len]
+        // SAFETY: the first `len` slots hold live handles in raw form, same
+        // layout as T (LAYOUT); shared borrow of the burst.
+        unsafe { std::slice::from_raw_parts(self.slots.as_ptr() as *const T, self.len) }
     }
 
     #[inline]
     pub fn as_mut_slice(&mut self) -> &mut [T] {
-        &mut self.slots[..self.len]
+        // SAFETY: as as_slice(); a handle can be changed in place or swapped
+        // with another, never copied.
+        unsafe { std::slice::from_raw_parts_mut(self.slots.as_mut_ptr() as *mut T, self.len) }
     }
 
-    /// Appends one mbuf; returns it back when the burst is full.
+    /// Appends one handle. There must be room (asserted in debug builds);
+    /// if there is none the mbuf is freed and false returned: the caller
+    /// counts it as a drop. Nothing is ever discarded silently.
     #[inline]
-    pub fn push(&mut self, m: T) -> Result<(), T> {
-        if self.len == MAX_BURST {
-            return Err(m);
-        }
-        self.slots[self.len] = m;
+    #[must_use = "a false return is a freed mbuf the caller must count"]
+    pub fn push_or_free(&mut self, m: T) -> bool {
+        let Some(slot) = self.slots.get_mut(self.len) else {
+            debug_assert!(false, "push into a full burst");
+            Self::free_cold(m);
+            return false;
+        };
+        // Converted straight into the slot: no aggregate on the stack.
+        *slot = m.into_raw();
         self.len += 1;
-        Ok(())
+        true
     }
 
-    /// Appends mbufs produced by `fill` into the free tail (at most `max`);
-    /// `fill` writes handles into the slice it gets and returns how many.
-    /// Used by hand-off receivers.
+    #[cold]
+    #[inline(never)]
+    fn free_cold(m: T) {
+        let mut raw = m.into_raw();
+        // SAFETY: `raw` is the raw form of a live handle that nobody else
+        // holds (into_raw consumed it).
+        unsafe { T::free_bulk(std::slice::from_mut(&mut raw)) };
+    }
+
+    /// The raw forms of the held handles (for a hand-off sender, which
+    /// then calls [`consume_front`](Self::consume_front)).
     #[inline]
-    pub fn fill_with(&mut self, max: usize, fill: impl FnOnce(&mut [T]) -> usize) -> usize {
+    pub(super) fn raw_slice(&self) -> &[T::Raw] {
+        &self.slots[..self.len]
+    }
+
+    /// Appends raw items produced by `fill` into the free tail (at most
+    /// `max`); `fill` writes items into the slice it gets and returns how
+    /// many. Only for hand-off receivers: every item written must be the
+    /// raw form of a live handle that nobody else holds.
+    #[inline]
+    pub(super) fn fill_with(
+        &mut self,
+        max: usize,
+        fill: impl FnOnce(&mut [T::Raw]) -> usize,
+    ) -> usize {
         let end = (self.len + max).min(MAX_BURST);
         let n = fill(&mut self.slots[self.len..end]).min(end - self.len);
         self.len += n;
         n
     }
 
-    /// Forgets the first `n` mbufs: they were moved on (sent to a queue or
+    /// Forgets the first `n` handles: they were moved on (sent to a queue or
     /// transmitted); the rest move to the front.
     #[inline]
-    pub fn consume_front(&mut self, n: usize) {
+    pub(super) fn consume_front(&mut self, n: usize) {
         if n >= self.len {
             self.len = 0;
             return;
@@ -615,13 +808,28 @@ impl<T: BurstItem> Burst<T> {
         self.len -= n;
     }
 
+    /// Moves every handle out, in order, into `f`; the burst is empty after.
+    /// The loop the stages run per packet: a plain walk over the slots, no
+    /// iterator state. Should `f` panic, the handles not yet moved leak
+    /// (they are never owned twice).
+    #[inline(always)]
+    pub fn move_each(&mut self, mut f: impl FnMut(T)) {
+        // Forgotten first: each slot below is turned into a handle once.
+        let len = std::mem::take(&mut self.len);
+        for raw in &self.slots[..len] {
+            // SAFETY: slots < len held live handles in raw form that the
+            // burst has just forgotten; each is read once.
+            f(unsafe { T::from_raw(*raw) });
+        }
+    }
+
     /// Frees every mbuf in the burst (`rte_pktmbuf_free_bulk`) and empties it.
     #[inline]
     pub fn free_all(&mut self) {
         if self.len == 0 {
             return;
         }
-        // SAFETY: the first `len` slots are live, owned mbufs (module
+        // SAFETY: the first `len` slots are live, owned mbufs (type
         // invariant); after the call the burst forgets them.
         unsafe { T::free_bulk(&mut self.slots[..self.len]) };
         self.len = 0;
@@ -633,14 +841,19 @@ impl<T: BurstItem> Burst<T> {
     pub fn retain_or_free(&mut self, mut keep: impl FnMut(&mut T) -> bool) -> usize {
         let mut kept = 0;
         let mut freed = 0;
-        for i in 0..self.len {
-            let mut m = self.slots[i];
-            if keep(&mut m) {
-                self.slots[kept] = m;
+        // Forgotten while `keep` runs: should it panic, the burst leaks its
+        // mbufs rather than free a slot twice.
+        let len = std::mem::take(&mut self.len);
+        for i in 0..len {
+            // SAFETY: slot i < len holds a live handle in raw form (same
+            // layout as T); the reference ends before the slot is moved.
+            let m = unsafe { &mut *(&mut self.slots[i] as *mut T::Raw as *mut T) };
+            if keep(m) {
+                self.slots[kept] = self.slots[i];
                 kept += 1;
             } else {
                 // SAFETY: a live, owned mbuf that this burst forgets now.
-                unsafe { sys::rte_pktmbuf_free(m.mbuf().raw()) };
+                unsafe { sys::rte_pktmbuf_free(T::raw_mbuf(&self.slots[i])) };
                 freed += 1;
             }
         }
@@ -650,17 +863,17 @@ impl<T: BurstItem> Burst<T> {
 }
 
 impl Burst<MbufPtr> {
-    pub(crate) fn raw_tail(&mut self) -> (*mut *mut sys::rte_mbuf, usize) {
+    pub(super) fn raw_tail(&mut self) -> (*mut *mut sys::rte_mbuf, usize) {
         // SAFETY: pointer arithmetic inside the slots array (len <= MAX_BURST).
         let p = unsafe { self.slots.as_mut_ptr().add(self.len) } as *mut *mut sys::rte_mbuf;
         (p, MAX_BURST - self.len)
     }
 
-    pub(crate) fn raw_head(&mut self) -> *mut *mut sys::rte_mbuf {
+    pub(super) fn raw_head(&mut self) -> *mut *mut sys::rte_mbuf {
         self.slots.as_mut_ptr() as *mut *mut sys::rte_mbuf
     }
 
-    pub(crate) fn grow(&mut self, n: usize) {
+    pub(super) fn grow(&mut self, n: usize) {
         self.len = (self.len + n).min(MAX_BURST);
     }
 }
@@ -681,6 +894,7 @@ impl<T: BurstItem> Drop for Burst<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::ptr::NonNull;
 
     /// A zeroed, 64-byte-aligned rte_mbuf followed by a data room, built
     /// by hand: `Packet` only reads plain header fields, so no EAL needed.
@@ -703,8 +917,40 @@ mod tests {
         f
     }
 
+    fn mb(hdr: &mut sys::rte_mbuf) -> MbufPtr {
+        MbufPtr(RawMbuf(NonNull::from(hdr)))
+    }
+
     fn handle(f: &mut FakeMbuf) -> MbufPtr {
-        MbufPtr(NonNull::from(&mut f.hdr))
+        mb(&mut f.hdr)
+    }
+
+    #[test]
+    fn rss_hash_flag_is_dpdks() {
+        assert_eq!(MBUF_F_RX_RSS_HASH, super::super::port::mbuf_f_rx_rss_hash());
+    }
+
+    #[test]
+    fn bursts_move_handles_in_order() {
+        let mut fakes: Vec<Box<FakeMbuf>> = (0..4).map(|i| fake(0, 10 + i, i)).collect();
+        let mut b: Burst<Packet> = Burst::new();
+        let mut out: Burst<Packet> = Burst::new();
+        for f in fakes.iter_mut() {
+            assert!(b.push_or_free(Packet::from_rx(handle(f))));
+        }
+        assert_eq!(b.len(), 4);
+        b.consume_front(1);
+        let ports: Vec<u16> = b.as_slice().iter().map(|p| p.port()).collect();
+        assert_eq!(ports, [1, 2, 3]);
+        let mut lens = Vec::new();
+        b.move_each(|p| {
+            lens.push(p.len());
+            assert!(out.push_or_free(p));
+        });
+        assert_eq!(lens, [11, 12, 13]);
+        assert!(b.is_empty());
+        assert_eq!(out.len(), 3);
+        out.consume_front(3); // fakes: nothing to free
     }
 
     #[test]
@@ -727,7 +973,7 @@ mod tests {
         assert!(!p.is_sampled());
         p.set_sampled();
         assert!(p.is_sampled());
-        assert_eq!(p.mbuf(), handle(&mut f));
+        assert_eq!(*p.mbuf(), handle(&mut f));
     }
 
     #[test]
@@ -756,7 +1002,7 @@ mod tests {
             (a.after[80_000..].as_mut_ptr(), 1),
         ] {
             a.hdr.buf_addr = buf as *mut std::ffi::c_void;
-            let p = Packet::from_rx(MbufPtr(NonNull::from(&mut a.hdr)));
+            let p = Packet::from_rx(mb(&mut a.hdr));
             assert_eq!(p.frame_offset, Packet::OFFSET_IN_HEADER);
             let want: Vec<u8> = if expect == 0 {
                 a.before[10..30].to_vec()
@@ -817,7 +1063,7 @@ mod tests {
         // the UDP header, the parse head; and one long enough.
         for first in [1, 10, 13, 20, 40, 100, 127, 128, 300] {
             let mut segs = chain(&frame, (first, 100));
-            let p = Packet::from_rx(MbufPtr(NonNull::from(&mut segs[0].hdr)));
+            let p = Packet::from_rx(mb(&mut segs[0].hdr));
             assert!(p.is_multi_seg());
             assert_eq!((p.len(), p.pkt_len()), (first, frame.len()));
             let mut scratch = [0u8; PARSE_HEAD_LEN];
@@ -834,7 +1080,7 @@ mod tests {
         let small = &frame[..90];
         let mut segs = chain(small, (5, 30));
         segs[0].hdr.pkt_len = 90;
-        let p = Packet::from_rx(MbufPtr(NonNull::from(&mut segs[0].hdr)));
+        let p = Packet::from_rx(mb(&mut segs[0].hdr));
         let mut scratch = [0u8; PARSE_HEAD_LEN];
         let (head, len) = p.head(&mut scratch);
         assert_eq!((head, len), (small, 90));
@@ -851,7 +1097,7 @@ mod tests {
     fn writes_across_segments() {
         let frame = udp_436();
         let mut segs = chain(&frame, (4, 5));
-        let mut p = Packet::from_rx(MbufPtr(NonNull::from(&mut segs[0].hdr)));
+        let mut p = Packet::from_rx(mb(&mut segs[0].hdr));
         let macs: Vec<u8> = (0xa0..0xac).collect();
         assert!(p.write_at(0, &macs[..6]));
         assert!(p.write_at(6, &macs[6..]));

@@ -15,6 +15,7 @@ pub mod intr;
 pub mod mbuf;
 pub mod memory;
 pub mod mempool;
+pub mod packet_queue;
 pub mod port;
 pub mod ring;
 pub mod signal;
@@ -28,6 +29,7 @@ pub use eal::{Eal, Lcore};
 pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
+pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender};
 pub use port::{LinkStatus, Port, PortInfo, PortStats};
 pub use ring::{Ring, RingReceiver, RingSender};
 

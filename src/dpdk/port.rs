@@ -83,9 +83,12 @@ pub fn mbuf_f_rx_rss_hash() -> u64 {
     unsafe { sys::tqfwd_mbuf_f_rx_rss_hash }
 }
 
-/// Handle to one ethdev port (a port id; the device lives in DPDK).
+/// Handle to one ethdev port (a port id; the device lives in DPDK). The id
+/// is private: a `Port` comes only from [`Port::all`] or [`Port::by_id`],
+/// which check it against the ports DPDK has, because the fast path
+/// (`rx_burst`, `tx_burst`) does not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Port(pub u16);
+pub struct Port(u16);
 
 impl Port {
     /// Ports DPDK has probed (vdevs and bound NICs), in id order.
@@ -100,6 +103,12 @@ impl Port {
             p = unsafe { sys::rte_eth_find_next(p + 1) };
         }
         out
+    }
+
+    /// The port with id `id`, when DPDK has one.
+    pub fn by_id(id: u16) -> Option<Port> {
+        // SAFETY: plain query; any id is accepted.
+        (unsafe { sys::rte_eth_dev_is_valid_port(id) } != 0).then_some(Port(id))
     }
 
     pub fn id(self) -> u16 {

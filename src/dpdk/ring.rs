@@ -3,10 +3,11 @@
 //! producer→consumer pair), MP/SC for shared (one ring per consumer), created
 //! on the consumer's NUMA socket with `RING_F_EXACT_SZ` so a ring of depth N
 //! holds exactly N mbufs. Items are any [`RingItem`]: pointer-sized ones
-//! (mbuf handles) use the classic `void *` ring calls, larger ones
-//! ([`Packet`], 16 bytes) the `_elem` calls with that element size.
+//! use the classic `void *` ring calls, larger ones (a packet's raw form,
+//! 16 bytes) the `_elem` calls with that element size. Packet rings are
+//! built only through `packet_queue`, which wraps both ends.
 
-use super::mbuf::{MbufPtr, Packet};
+use super::mbuf::RawPacket;
 use super::{sys, DpdkError};
 use crate::queue::{BurstReceiver, BurstSender};
 use std::ffi::{c_void, CString};
@@ -17,7 +18,7 @@ static RING_SEQ: AtomicU32 = AtomicU32::new(0);
 
 /// An `rte_ring` of mbuf handles; freed when the last handle drops (which
 /// must happen before `rte_eal_cleanup`).
-pub struct Ring<T: RingItem = MbufPtr> {
+pub struct Ring<T: RingItem> {
     raw: *mut sys::rte_ring,
     _items: std::marker::PhantomData<T>,
 }
@@ -112,17 +113,13 @@ impl<T: RingItem> Drop for Ring<T> {
 /// have a size that is a non-zero multiple of 4.
 pub unsafe trait RingItem: Copy + Send + 'static {}
 
-// SAFETY: repr(transparent) over a non-null pointer; the ring only returns
-// values that were enqueued as MbufPtr.
-unsafe impl RingItem for MbufPtr {}
 // SAFETY: 8 bytes of plain data on 64-bit targets (checked below).
 unsafe impl RingItem for u64 {}
 
 const _: () = assert!(std::mem::size_of::<u64>() == std::mem::size_of::<*mut c_void>());
-const _: () = assert!(std::mem::size_of::<MbufPtr>() == std::mem::size_of::<*mut c_void>());
 // SAFETY: 16 bytes of plain data (checked below), Copy, no Drop.
-unsafe impl RingItem for Packet {}
-const _: () = assert!(std::mem::size_of::<Packet>() % 4 == 0);
+unsafe impl RingItem for RawPacket {}
+const _: () = assert!(std::mem::size_of::<RawPacket>() % 4 == 0);
 
 /// True when T goes through the classic pointer-sized ring calls.
 const fn pointer_sized<T>() -> bool {
@@ -130,9 +127,9 @@ const fn pointer_sized<T>() -> bool {
 }
 
 /// The enqueue side of a ring: exactly one for a single-producer ring.
-pub struct RingSender<T: RingItem = MbufPtr>(Arc<Ring<T>>);
+pub struct RingSender<T: RingItem>(Arc<Ring<T>>);
 /// The dequeue side of a ring: exactly one per ring (SC).
-pub struct RingReceiver<T: RingItem = MbufPtr>(Arc<Ring<T>>);
+pub struct RingReceiver<T: RingItem>(Arc<Ring<T>>);
 
 impl<T: RingItem> BurstSender<T> for RingSender<T> {
     #[inline]

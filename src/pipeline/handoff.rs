@@ -11,16 +11,17 @@
 
 use super::RunError;
 use crate::cli::{Backend, Topology};
-use crate::dpdk::{Packet, Ring, SocketMemory};
-use crate::queue::{self, BurstReceiver, BurstSender, QueueError};
+use crate::dpdk::packet_queue;
+use crate::dpdk::{PacketInputs, PacketReceiver, PacketSender, SocketMemory};
+use crate::queue::{self, QueueError};
 use std::sync::Arc;
 
-pub type Sender = Box<dyn BurstSender<Packet>>;
-pub type Receiver = Box<dyn BurstReceiver<Packet>>;
+pub type Sender = PacketSender;
+pub type Receiver = PacketReceiver;
 
 /// A consumer's input queues, polled round-robin (one input later each
 /// call, so no producer is starved).
-pub type InputSet = queue::RoundRobin<Receiver>;
+pub type InputSet = PacketInputs;
 
 /// The queues between one stage's producers and the next stage's consumers.
 pub struct Link {
@@ -74,7 +75,7 @@ pub fn build_link(
         match (backend, topology) {
             (Backend::Tq, Topology::Sharded) => {
                 for row in senders.iter_mut() {
-                    let (mut prods, cons) = queue::channel::<Packet>(
+                    let (mut prods, cons) = packet_queue::tq_channel(
                         1,
                         depth,
                         burst,
@@ -82,12 +83,12 @@ pub fn build_link(
                     )
                     .map_err(|e| queue_error(label, c, e))?;
                     capacity += queue::items_per_producer(1, depth);
-                    row[c] = Some(Box::new(prods.pop().expect("one producer")));
-                    receivers.push(Box::new(cons));
+                    row[c] = Some(prods.pop().expect("one producer"));
+                    receivers.push(cons);
                 }
             }
             (Backend::Tq, Topology::Shared) => {
-                let (prods, cons) = queue::channel::<Packet>(
+                let (prods, cons) = packet_queue::tq_channel(
                     producers,
                     depth,
                     burst,
@@ -96,22 +97,22 @@ pub fn build_link(
                 .map_err(|e| queue_error(label, c, e))?;
                 capacity += queue::items_per_producer(producers, depth) * producers;
                 for (row, prod) in senders.iter_mut().zip(prods) {
-                    row[c] = Some(Box::new(prod));
+                    row[c] = Some(prod);
                 }
-                receivers.push(Box::new(cons));
+                receivers.push(cons);
             }
             (Backend::Ring, Topology::Sharded) => {
                 for (p, row) in senders.iter_mut().enumerate() {
                     let (tx, rx) =
-                        Ring::<Packet>::spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
+                        packet_queue::ring_spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
                             .map_err(super::out_of_memory)?;
                     capacity += depth;
-                    row[c] = Some(Box::new(tx));
-                    receivers.push(Box::new(rx));
+                    row[c] = Some(tx);
+                    receivers.push(rx);
                 }
             }
             (Backend::Ring, Topology::Shared) => {
-                let (txs, rx) = Ring::<Packet>::mpsc(
+                let (txs, rx) = packet_queue::ring_mpsc(
                     &format!("{label}_{c}"),
                     depth as u32,
                     socket,
@@ -120,9 +121,9 @@ pub fn build_link(
                 .map_err(super::out_of_memory)?;
                 capacity += depth;
                 for (row, tx) in senders.iter_mut().zip(txs) {
-                    row[c] = Some(Box::new(tx));
+                    row[c] = Some(tx);
                 }
-                receivers.push(Box::new(rx));
+                receivers.push(rx);
             }
         }
         inputs.push(InputSet::new(receivers));

@@ -12,7 +12,12 @@
 //! does not stop the others' traffic.
 //!
 //! Ownership: every mbuf a stage holds sits in one of its bursts; it
-//! leaves by being handed on (queue or PMD) or freed and counted.
+//! leaves by being handed on (queue or PMD) or freed and counted. Handles
+//! are move-only (see `dpdk::mbuf`), so a stage moves each packet from its
+//! input burst into exactly one bucket with [`Burst::push_or_free`]; a
+//! bucket sized by the stage's own room checks never refuses, and if it
+//! ever did, the packet is freed and counted under the stage's
+//! hand-off drop reason, never lost silently.
 //!
 //! Cache lines: the mbuf header is read and written only on the lcore
 //! that receives (and, in the default layout, transmits and frees) the
@@ -97,8 +102,7 @@ fn flush_buckets(
         if bucket.is_empty() {
             continue;
         }
-        let n = sender.send_burst(bucket.as_slice());
-        bucket.consume_front(n);
+        let n = sender.send(bucket);
         if n != 0 {
             hold.took();
         }
@@ -131,7 +135,7 @@ fn receive(
     upstream_done: bool,
     done: &mut bool,
 ) -> usize {
-    let n = inbuf.fill_with(burst, |out| inputs.recv(out));
+    let n = inputs.recv(inbuf, burst);
     if n == 0 && upstream_done && inputs.is_empty() {
         *done = true;
     }
@@ -318,24 +322,31 @@ impl RxStage {
             // Headers of a frame whose first segment is too short to hold
             // them are copied here (see Packet::head).
             let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
-            let mut to_packet = |m: &mut dpdk::MbufPtr| {
-                let mut p = Packet::from_rx(*m);
+            let mut to_packet = |mut m: dpdk::MbufPtr| {
+                let mut sampled = false;
                 if let Some((field, sample)) = stamp {
                     // Only samples carry a stamp.
                     since_sample += 1;
                     if since_sample >= sample {
                         since_sample = 0;
                         m.set_field(field, now);
-                        p.set_sampled();
+                        sampled = true;
                     }
+                }
+                let mut p = Packet::from_rx(m);
+                if sampled {
+                    p.set_sampled();
                 }
                 p
             };
+            // Packets a bucket could not take (never, while the room check
+            // above holds): freed by push_or_free, counted here.
+            let mut lost = 0u64;
             if !self.classes.is_empty() {
                 // Software classification (also on dedicated queues: a rule
                 // steers, the classifier decides).
                 let mut per_class = [0u64; MAX_APP_CLASSES + 1];
-                for m in self.rx.as_mut_slice() {
+                self.rx.move_each(|m| {
                     let p = to_packet(m);
                     let (head, frame_len) = p.head(&mut scratch);
                     let info = wire::parse_head(head, frame_len);
@@ -346,10 +357,11 @@ impl RxStage {
                         .position(|c| c.matches(&key))
                         .map_or(0, |k| k + 1);
                     per_class[class] += 1;
-                    let hash = m.rss_hash().unwrap_or(info.flow_hash);
+                    let hash = p.mbuf().rss_hash().unwrap_or(info.flow_hash);
                     let (start, count) = self.class_workers[class];
-                    let _ = self.buckets[start as usize + reduce(hash, count)].push(p);
-                }
+                    let bucket = &mut self.buckets[start as usize + reduce(hash, count)];
+                    lost += u64::from(!bucket.push_or_free(p));
+                });
                 for (k, &c) in per_class.iter().enumerate() {
                     if c != 0 {
                         bump(&self.counters.class_rx[k], c);
@@ -360,24 +372,26 @@ impl RxStage {
                 }
             } else if self.n_workers == 1 {
                 let bucket = &mut self.buckets[0];
-                for m in self.rx.as_mut_slice() {
-                    let _ = bucket.push(to_packet(m));
-                }
+                self.rx
+                    .move_each(|m| lost += u64::from(!bucket.push_or_free(to_packet(m))));
             } else {
-                for m in self.rx.as_mut_slice() {
+                self.rx.move_each(|m| {
                     let p = to_packet(m);
-                    let hash = match m.rss_hash() {
+                    let hash = match p.mbuf().rss_hash() {
                         Some(h) => h,
                         None => {
                             let (head, frame_len) = p.head(&mut scratch);
                             wire::parse_head(head, frame_len).flow_hash
                         }
                     };
-                    let _ = self.buckets[reduce(hash, self.n_workers)].push(p);
-                }
+                    let bucket = &mut self.buckets[reduce(hash, self.n_workers)];
+                    lost += u64::from(!bucket.push_or_free(p));
+                });
+            }
+            if lost != 0 {
+                self.counters.count_drop(DropReason::RxHandoffFull, lost);
             }
             self.since_sample = since_sample;
-            self.rx.consume_front(n); // moved into the buckets
             if allowance == 0 {
                 break;
             }
@@ -555,18 +569,24 @@ impl WorkerStage {
         if runts != 0 {
             counters.count_drop(DropReason::Runt, runts as u64);
         }
+        // Packets a bucket could not take (never: the flush at the top
+        // emptied every bucket): freed by push_or_free, counted here.
+        let mut lost = 0u64;
         if self.buckets.len() == 1 {
-            for &m in self.inbuf.as_slice() {
-                let _ = self.buckets[0].push(m);
-            }
+            let bucket = &mut self.buckets[0];
+            self.inbuf
+                .move_each(|m| lost += u64::from(!bucket.push_or_free(m)));
         } else {
-            for &m in self.inbuf.as_slice() {
+            let buckets = &mut self.buckets;
+            self.inbuf.move_each(|m| {
                 let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
-                let _ = self.buckets[map.tx_index[out] as usize].push(m);
-            }
+                let bucket = &mut buckets[map.tx_index[out] as usize];
+                lost += u64::from(!bucket.push_or_free(m));
+            });
         }
-        let len = self.inbuf.len();
-        self.inbuf.consume_front(len);
+        if lost != 0 {
+            counters.count_drop(DropReason::WorkerHandoffFull, lost);
+        }
         self.flush();
         n
     }
@@ -734,24 +754,29 @@ impl TxStage {
             return 0;
         }
         bump(&self.counters.tx_in_packets, n as u64);
+        // Packets a bucket could not take (never: the buckets were empty
+        // when this burst was received): freed by push_or_free, counted here.
+        let mut lost = 0u64;
         if let Some((field, hist)) = self.latency.as_mut() {
             // Read just before the first rte_eth_tx_burst of the batch; only
             // sampled packets' headers are read.
             let now = dpdk::rdtsc_inline();
-            for &p in self.inbuf.as_slice() {
+            self.inbuf.move_each(|p| {
                 if p.is_sampled() {
                     hist.record(now.wrapping_sub(p.mbuf().field(*field)));
                 }
                 let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
-                let _ = self.buckets[out].push(p.mbuf());
-            }
+                lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
+            });
         } else {
-            for &p in self.inbuf.as_slice() {
+            self.inbuf.move_each(|p| {
                 let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
-                let _ = self.buckets[out].push(p.mbuf());
-            }
+                lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
+            });
         }
-        self.inbuf.consume_front(n);
+        if lost != 0 {
+            self.counters.count_drop(DropReason::TxFull, lost);
+        }
         self.pending = !self.transmit();
         n
     }

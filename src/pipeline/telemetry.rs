@@ -111,7 +111,7 @@ impl Live {
             .map(|(p, name, driver)| {
                 let i = *p as usize;
                 let (rx, tx) = (t.rx_port[i], t.tx_port[i]);
-                let hw = Port(*p).stats();
+                let hw = Port::by_id(*p).map(Port::stats).unwrap_or_default();
                 (
                     format!("port{p}"),
                     TelValue::Dict(vec![
