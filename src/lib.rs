@@ -5,12 +5,21 @@
 //! worker lcores, which classify frames and rewrite MACs and hand them on to
 //! the TX lcore of the output port.
 //!
-//! Layout: `dpdk` (the only FFI), `queue` (the TransferQueue, pure Rust),
-//! `wire` (frame parsing, never panics), `pipeline` (stages and wiring),
-//! `stats` (counters and reports), `config` (corelists and the class
-//! grammar, below `cli`), `cli`, `output` (output files), and, with the
-//! `testkit` feature (on for the tests), test traffic (`gen`) and pcap
-//! files (`pcap`).
+//! Layout, in the order a run goes through it:
+//! - `config`: the command line (clap), corelists, the class grammar, and
+//!   the [`config::Plan`] that resolves roles, lcores, queues and pool sizes
+//!   from the options and the ports' facts. No DPDK.
+//! - `setup`: brings DPDK resources up from a plan (ports, rte_flow rules,
+//!   mempools, hand-off queues) into one [`setup::Resources`].
+//! - `forward`: the lcore loop, its stages, and the port lifecycle.
+//! - `report`: counters, the one fold over them, the summary, JSON,
+//!   telemetry and latency histograms.
+//! - `run`: the page that calls the four in order; `error`: how it fails.
+//! - Below the application, importing none of it: `dpdk` (the only FFI),
+//!   `queue` (the TransferQueue, pure Rust) and `wire` (frame parsing,
+//!   never panics).
+//! - With the `testkit` feature (on for the tests): test traffic and pcap
+//!   files (`testkit`).
 //!
 //! `unsafe` is confined to `dpdk` (FFI) and `queue` (the lock-free
 //! structure, loom-checked), where clippy refuses an unsafe block without a
@@ -19,24 +28,21 @@
 #[deny(clippy::undocumented_unsafe_blocks, unsafe_op_in_unsafe_fn)]
 pub mod dpdk;
 pub mod queue;
-
-#[forbid(unsafe_code)]
-pub mod cli;
-#[forbid(unsafe_code)]
-pub mod config;
-#[cfg(any(test, feature = "testkit"))]
-#[forbid(unsafe_code)]
-pub mod gen;
-#[forbid(unsafe_code)]
-pub mod latency;
-#[forbid(unsafe_code)]
-pub mod output;
-#[cfg(any(test, feature = "testkit"))]
-#[forbid(unsafe_code)]
-pub mod pcap;
-#[forbid(unsafe_code)]
-pub mod pipeline;
-#[forbid(unsafe_code)]
-pub mod stats;
 #[forbid(unsafe_code)]
 pub mod wire;
+
+#[forbid(unsafe_code)]
+pub mod config;
+#[forbid(unsafe_code)]
+pub mod error;
+#[forbid(unsafe_code)]
+pub mod forward;
+#[forbid(unsafe_code)]
+pub mod report;
+#[forbid(unsafe_code)]
+pub mod run;
+#[forbid(unsafe_code)]
+pub mod setup;
+#[cfg(any(test, feature = "testkit"))]
+#[forbid(unsafe_code)]
+pub mod testkit;

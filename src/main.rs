@@ -10,10 +10,10 @@
 
 use std::io::Write;
 use std::process::ExitCode;
-use tqfwd::cli::{self, split_args};
+use tqfwd::config::cli::{self, split_args};
 use tqfwd::dpdk::{self, Eal};
-use tqfwd::output::{OutputFile, WRITE_STALL_LIMIT};
-use tqfwd::pipeline::{self, RunError};
+use tqfwd::error::RunError;
+use tqfwd::report::output::{OutputFile, WRITE_STALL_LIMIT};
 
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("tqfwd: error: {msg}");
@@ -69,7 +69,7 @@ fn main() -> ExitCode {
         dpdk::tsc_hz()
     );
 
-    let result = pipeline::run(&eal, &opts);
+    let result = tqfwd::run::run(&eal, &opts);
     if let Err(e) = eal.cleanup() {
         log::warn!("{e}");
     }

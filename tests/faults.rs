@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use tqfwd::{gen, pcap};
+use tqfwd::testkit::{gen, pcap};
 
 /// 600 mbufs behind 1024-packet queues and a slowed worker (128 RX
 /// descriptors per port, so the pool covers them as tqfwd requires): the PMD runs

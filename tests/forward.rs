@@ -6,8 +6,8 @@ mod common;
 use common::*;
 use std::collections::HashMap;
 use std::time::Duration;
-use tqfwd::gen::{self, Flow};
-use tqfwd::pcap;
+use tqfwd::testkit::gen::{self, Flow};
+use tqfwd::testkit::pcap;
 
 const FRAMES_PER_FILE: usize = 6000;
 const FLOWS_PER_FILE: usize = 48;

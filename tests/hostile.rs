@@ -23,8 +23,8 @@ use common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-use tqfwd::gen::{self, Flow};
-use tqfwd::pcap;
+use tqfwd::testkit::gen::{self, Flow};
+use tqfwd::testkit::pcap;
 use tqfwd::wire::{self, FrameClass};
 
 const SEED: u64 = 0x7166_7764_686f_7374;

@@ -9,8 +9,8 @@ mod common;
 use common::*;
 use std::collections::HashMap;
 use std::time::Duration;
-use tqfwd::gen::{self, Flow};
-use tqfwd::pcap;
+use tqfwd::testkit::gen::{self, Flow};
+use tqfwd::testkit::pcap;
 
 /// Flows of the test traffic: even ones IPv4, odd ones IPv6; flow 3 goes
 /// to UDP port 7777 (the `--class` one).

@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use std::time::Duration;
-use tqfwd::gen::{self, Flow};
+use tqfwd::testkit::gen::{self, Flow};
 
 fn u(j: &serde_json::Value, k: &str) -> u64 {
     j[k].as_u64().unwrap_or_else(|| panic!("{k} missing"))
@@ -47,7 +47,7 @@ fn replay_ports(dir: &std::path::Path) -> Vec<String> {
         })
         .collect();
     let p = dir.join("flows.pcap");
-    tqfwd::pcap::write_all(&p, &frames).expect("write pcap");
+    tqfwd::testkit::pcap::write_all(&p, &frames).expect("write pcap");
     (0..2)
         .map(|i| format!("net_pcap{i},rx_pcap={},infinite_rx=1", p.display()))
         .collect()

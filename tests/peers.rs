@@ -403,7 +403,7 @@ fn tqfwd_total_tx(text: &str) -> u64 {
 /// one peer, alternately the generator and the sink, by SIGINT or SIGKILL,
 /// starts a new one, and waits until tqfwd's TX grows again (the whole path
 /// works). tqfwd must never crash (DPDK's memif PMD unmaps the shared
-/// regions on a peer's disconnect: see `pipeline::lifecycle`), must log
+/// regions on a peer's disconnect: see `forward::lifecycle`), must log
 /// each link change, reconnect its client port, and end with its checks.
 fn memif_peer_restarts(backend: &str) {
     let _g = serial();

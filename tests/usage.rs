@@ -128,7 +128,7 @@ fn more_queues_than_the_device_has() {
     let _g = serial();
     let dir = scratch("queues");
     let p = dir.join("in.pcap");
-    tqfwd::pcap::write_all(&p, Vec::<Vec<u8>>::new()).unwrap();
+    tqfwd::testkit::pcap::write_all(&p, Vec::<Vec<u8>>::new()).unwrap();
     let vdev = format!(
         "net_pcap0,rx_pcap={},tx_pcap={}",
         p.display(),
@@ -144,7 +144,7 @@ fn more_queues_than_the_device_has() {
 
 /// Frames that need several mbufs on a port that cannot scatter (net_null
 /// offers no RX scatter). (The MTU range check is unit-tested in
-/// pipeline::frames: the software PMDs here take any MTU.)
+/// setup::frames: the software PMDs here take any MTU.)
 #[test]
 fn max_frame_the_port_cannot_take() {
     let _g = serial();
@@ -387,7 +387,7 @@ fn failed_device_probe_is_named() {
     let _g = serial();
     let dir = scratch("probe");
     let good = dir.join("in.pcap");
-    tqfwd::pcap::write_all(&good, Vec::<Vec<u8>>::new()).unwrap();
+    tqfwd::testkit::pcap::write_all(&good, Vec::<Vec<u8>>::new()).unwrap();
     let junk = dir.join("junk.pcap");
     std::fs::write(&junk, b"this is not a pcap file at all").unwrap();
     let port = |n: u32, rx: &std::path::Path, tx: std::path::PathBuf| {

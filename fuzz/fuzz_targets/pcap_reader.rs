@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use tqfwd::pcap::{PcapReader, PcapWriter, MAX_CAPLEN, SNAPLEN};
+use tqfwd::testkit::pcap::{PcapReader, PcapWriter, MAX_CAPLEN, SNAPLEN};
 
 const GLOBAL_HDR_LEN: usize = 24;
 const RECORD_HDR_LEN: usize = 16;

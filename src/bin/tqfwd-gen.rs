@@ -15,8 +15,8 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Parser;
-use tqfwd::gen::{self, UdpStream};
-use tqfwd::pcap::PcapWriter;
+use tqfwd::testkit::gen::{self, UdpStream};
+use tqfwd::testkit::pcap::PcapWriter;
 use tqfwd::wire::MacAddr;
 
 #[derive(Parser, Debug)]

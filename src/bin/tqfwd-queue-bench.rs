@@ -61,8 +61,8 @@ use clap::Parser;
 use crossbeam_utils::CachePadded;
 use serde_json::{json, Value};
 use tqfwd::dpdk::{self, Eal, Lcore, Ring, SocketMemory};
-use tqfwd::latency::{cycles_to_ns, Histogram};
 use tqfwd::queue::{self, BurstReceiver, BurstSender, UnitMemory};
+use tqfwd::report::latency::{cycles_to_ns, Histogram};
 
 /// Largest burst the bench accepts (sizes its stack buffers).
 const MAX_BURST: usize = queue::MAX_BURST;

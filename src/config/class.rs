@@ -1,5 +1,6 @@
 //! The `--class NAME:MATCH:LCORES` grammar (ADQ-style application
-//! classes; what a class does at run time is in `pipeline::classes`).
+//! classes; the match itself, in software and as an rte_flow rule, is
+//! [`crate::wire::flow`]).
 //!
 //! Grammar (terms joined by `,`, all must hold; at least one term):
 //!
@@ -14,6 +15,7 @@
 //! Example: `--class kv:udp,dst-port=8080:2-3`.
 
 use super::corelist::parse_corelist;
+use crate::wire::flow::FlowMatch;
 use crate::wire::ipv4::{prefix_mask, protocol};
 
 /// Most classes a run may define.
@@ -22,24 +24,13 @@ pub const MAX_CLASSES: usize = 8;
 pub const PROTO_TCP: u8 = protocol::TCP;
 pub const PROTO_UDP: u8 = protocol::UDP;
 
-/// What a class matches. `None` = any.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct Match {
-    pub proto: Option<u8>,
-    /// IPv4 (address, prefix length).
-    pub src: Option<([u8; 4], u8)>,
-    pub dst: Option<([u8; 4], u8)>,
-    pub src_port: Option<u16>,
-    pub dst_port: Option<u16>,
-}
-
 /// One `--class`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ClassSpec {
     pub name: String,
     /// The MATCH part as given, for reports.
     pub match_text: String,
-    pub matcher: Match,
+    pub matcher: FlowMatch,
     pub lcores: Vec<u32>,
 }
 
@@ -56,6 +47,20 @@ fn parse_prefix(v: &str) -> Result<([u8; 4], u8), String> {
     }
     let masked = u32::from(ip) & prefix_mask(len);
     Ok((masked.to_be_bytes(), len))
+}
+
+/// The workers of one class (index 0 = default): worker indices
+/// `start..start + count` among all workers, default workers first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WorkerRange {
+    pub start: u32,
+    pub count: u32,
+}
+
+impl WorkerRange {
+    pub fn contains(self, worker: u32) -> bool {
+        worker >= self.start && worker < self.start + self.count
+    }
 }
 
 /// Parses `NAME:MATCH:LCORES`.
@@ -82,7 +87,7 @@ pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
     if name == "default" {
         return Err("class name 'default' is reserved for unclassified traffic".into());
     }
-    let mut mt = Match::default();
+    let mut mt = FlowMatch::default();
     if m.is_empty() {
         return Err(format!(
             "class {name}: empty match (e.g. udp,dst-port=8080)"
@@ -186,6 +191,9 @@ pub fn check_classes(classes: &[ClassSpec], default_workers: &[u32]) -> Result<(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testkit::gen::{self, Flow};
+    use crate::wire::flow::classify;
+    use crate::wire::FrameClass;
 
     #[test]
     fn grammar() {
@@ -234,5 +242,39 @@ mod tests {
             .unwrap_err()
             .contains("both a default worker"));
         assert!(check_classes(&[a, parse_class("d:tcp:7").unwrap()], &[1]).is_ok());
+    }
+
+    #[test]
+    fn classify_frames() {
+        let kv = parse_class("kv:udp,dst-port=8080:2").unwrap().matcher;
+        let net = parse_class("net:src=10.0.0.0/16:3").unwrap().matcher;
+        let classes = [kv, net];
+        let mut f8080 = Flow::nth(1);
+        f8080.dst_port = 8080;
+        let frame = gen::udp_frame(&f8080, 1, 0, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC);
+        assert_eq!(classify(&classes, &frame), 1);
+        let other = gen::udp_frame(
+            &Flow::nth(2),
+            2,
+            0,
+            64,
+            gen::DEFAULT_SRC_MAC,
+            gen::DEFAULT_DST_MAC,
+        );
+        assert_eq!(classify(&classes, &other), 2, "10.0.x.y matches net");
+        let mut far = Flow::nth(3);
+        far.src_ip = [192, 0, 2, 1];
+        let far = gen::udp_frame(&far, 3, 0, 64, gen::DEFAULT_SRC_MAC, gen::DEFAULT_DST_MAC);
+        assert_eq!(classify(&classes, &far), 0);
+        // Odd frames never panic and never match port terms unless UDP/TCP.
+        for (_, f, class) in gen::odd_frames() {
+            let c = classify(&[kv], &f);
+            if c == 1 {
+                assert_eq!(class, FrameClass::Udp);
+            }
+        }
+        for len in 0..frame.len() {
+            let _ = classify(&classes, &frame[..len]);
+        }
     }
 }

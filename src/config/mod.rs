@@ -1,6 +1,11 @@
-//! Option grammars that need neither clap nor DPDK: DPDK corelists and the
-//! `--class` grammar. `cli` parses the command line with them; `pipeline`
-//! and `stats` read what they produce.
+//! Everything decided before DPDK holds a resource, with neither DPDK nor
+//! the datapath: the command line (`cli`, clap), DPDK corelists, the
+//! `--class` grammar, and the [`Plan`] of a run resolved from the options
+//! and the machine's facts.
 
 pub mod class;
+pub mod cli;
 pub mod corelist;
+pub mod plan;
+
+pub use plan::{Lcore, Machine, Plan, PortFacts, RoleLayout, Roles, MAX_PORTS};

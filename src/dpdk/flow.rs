@@ -6,19 +6,9 @@
 //! the caller then uses software classification with the same semantics.
 
 use super::{sys, DpdkError};
+use crate::wire::flow::FlowMatch;
 use crate::wire::ipv4::{prefix_mask, protocol};
 use std::ffi::{c_void, CStr};
-
-/// What a rule matches; `None` = any. Prefixes are (address bytes in
-/// network order, length).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct FlowPattern {
-    pub proto: Option<u8>,
-    pub src: Option<([u8; 4], u8)>,
-    pub dst: Option<([u8; 4], u8)>,
-    pub src_port: Option<u16>,
-    pub dst_port: Option<u16>,
-}
 
 /// The L4 item of a rule, when the pattern names UDP or TCP.
 #[derive(Clone, Copy)]
@@ -52,7 +42,7 @@ impl FlowRule {
     /// Builds the rule for `m` steering to RX queue `queue` (ingress).
     /// Only the fields the pattern names are masked in; addresses and ports
     /// are in network byte order as rte_flow wants.
-    pub fn build(m: &FlowPattern, queue: u16) -> FlowRule {
+    pub fn build(m: &FlowMatch, queue: u16) -> FlowRule {
         let mut attr = sys::rte_flow_attr::default();
         attr.set_ingress(1);
         let mut ipv4_spec = sys::rte_flow_item_ipv4::default();
@@ -249,7 +239,7 @@ mod tests {
 
     #[test]
     fn udp_dst_port_rule_fields() {
-        let m = FlowPattern {
+        let m = FlowMatch {
             proto: Some(17),
             dst: Some(([10, 1, 0, 0], 16)),
             dst_port: Some(8080),
@@ -300,7 +290,7 @@ mod tests {
 
     #[test]
     fn a_moved_rule_points_at_its_new_place() {
-        let m = FlowPattern {
+        let m = FlowMatch {
             proto: Some(6),
             src_port: Some(443),
             ..Default::default()
@@ -320,7 +310,7 @@ mod tests {
 
     #[test]
     fn tcp_and_prefix_only_rules() {
-        let m = FlowPattern {
+        let m = FlowMatch {
             proto: Some(6),
             src_port: Some(443),
             ..Default::default()
@@ -330,7 +320,7 @@ mod tests {
             panic!("a TCP item")
         };
         assert_eq!({ spec.hdr.src_port }.to_ne_bytes(), 443u16.to_be_bytes());
-        let n = FlowPattern {
+        let n = FlowMatch {
             src: Some(([192, 168, 1, 7], 32)),
             ..Default::default()
         };

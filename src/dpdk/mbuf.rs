@@ -1041,13 +1041,13 @@ mod tests {
     }
 
     fn udp_436() -> Vec<u8> {
-        let f = crate::gen::udp_frame(
-            &crate::gen::Flow::nth(5),
+        let f = crate::testkit::gen::udp_frame(
+            &crate::testkit::gen::Flow::nth(5),
             5,
             1,
             440,
-            crate::gen::DEFAULT_SRC_MAC,
-            crate::gen::DEFAULT_DST_MAC,
+            crate::testkit::gen::DEFAULT_SRC_MAC,
+            crate::testkit::gen::DEFAULT_DST_MAC,
         );
         assert_eq!(f.len(), 436);
         f

@@ -49,6 +49,7 @@
 
 pub mod checksum;
 pub mod ethernet;
+pub mod flow;
 pub mod ipv4;
 pub mod ipv6;
 pub mod l4;

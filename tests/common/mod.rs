@@ -661,9 +661,9 @@ impl XorShift {
 /// DIR/out0.pcap and DIR/out1.pcap. Returns the `--vdev` arguments.
 pub fn one_way_pcap_ports(dir: &Path, frames: &[Vec<u8>]) -> Vec<String> {
     let in0 = dir.join("in0.pcap");
-    tqfwd::pcap::write_all(&in0, frames).expect("write input pcap");
+    tqfwd::testkit::pcap::write_all(&in0, frames).expect("write input pcap");
     let empty = dir.join("empty.pcap");
-    tqfwd::pcap::write_all(&empty, Vec::<Vec<u8>>::new()).expect("write empty pcap");
+    tqfwd::testkit::pcap::write_all(&empty, Vec::<Vec<u8>>::new()).expect("write empty pcap");
     vec![
         format!(
             "net_pcap0,rx_pcap={},tx_pcap={}",

@@ -9,7 +9,7 @@
 
 use crate::dpdk::telemetry::{register, TelValue};
 use crate::dpdk::{DpdkError, Lcore, Port};
-use crate::stats::{DropReason, LcoreCounters, Roles, Totals};
+use crate::report::stats::{DropReason, LcoreCounters, Roles, Totals};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

@@ -4,7 +4,7 @@
 //! have something to decide. Pure integer arithmetic on TSC values passed
 //! in, so they are tested without EAL.
 
-use crate::cli::OnFull;
+use crate::config::cli::OnFull;
 
 /// Fixed-point scale of the token bucket's credit (credit is TSC cycles ×
 /// `SCALE`, so a cost of 2.4 cycles per packet at 1000 Mpps stays exact

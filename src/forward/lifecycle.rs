@@ -53,7 +53,7 @@
 
 use crate::dpdk::intr::InterruptHook;
 use crate::dpdk::{DpdkError, Port};
-use crate::stats::MAX_PORTS;
+use crate::report::stats::MAX_PORTS;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

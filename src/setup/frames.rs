@@ -11,8 +11,10 @@
 //! rule: `max_rx_pktlen - max_mtu`, else header + CRC) against the mbuf's
 //! data room.
 
+use crate::config::cli::Options;
 use crate::dpdk::port::{rx_offload_scatter, tx_offload_multi_segs};
-use crate::dpdk::PortInfo;
+use crate::dpdk::{Mempool, PortInfo};
+use crate::error::RunError;
 
 /// Ethernet header bytes between a frame's size and its MTU.
 pub const ETH_HDR: u32 = 14;
@@ -119,6 +121,17 @@ pub fn plan(
         rx_offloads: scatter,
         chained: true,
     })
+}
+
+/// Every port's plan for `--max-frame`, in port order.
+pub fn plan_all(opts: &Options, infos: &[PortInfo]) -> Result<Vec<FramePlan>, RunError> {
+    infos
+        .iter()
+        .enumerate()
+        .map(|(i, info)| {
+            plan(opts.max_frame, i, info, Mempool::mbuf_data_len()).map_err(RunError::Usage)
+        })
+        .collect()
 }
 
 /// TX offloads for a port when some port's frames arrive chained:

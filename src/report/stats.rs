@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// Highest port count tqfwd tracks (DPDK's RTE_MAX_ETHPORTS).
-pub const MAX_PORTS: usize = 32;
+pub use crate::config::MAX_PORTS;
 
 /// Most application classes (`--class`).
 pub const MAX_APP_CLASSES: usize = crate::config::class::MAX_CLASSES;
@@ -143,29 +143,7 @@ impl LcoreCounters {
     }
 }
 
-/// Which roles an lcore holds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct Roles {
-    pub rx: bool,
-    pub worker: bool,
-    pub tx: bool,
-}
-
-impl Roles {
-    pub fn names(self) -> Vec<&'static str> {
-        let mut v = Vec::new();
-        if self.rx {
-            v.push("rx");
-        }
-        if self.worker {
-            v.push("worker");
-        }
-        if self.tx {
-            v.push("tx");
-        }
-        v
-    }
-}
+pub use crate::config::Roles;
 
 /// A point-in-time sum over all lcores: the one fold of [`LcoreCounters`]
 /// that the stats line, telemetry and the final report read.

@@ -9,10 +9,10 @@
 //! Every queue's memory sits on the consumer's NUMA socket (TransferQueue
 //! units through `rte_zmalloc_socket`, rings through `rte_ring_create`).
 
-use super::RunError;
-use crate::cli::{Backend, Topology};
+use crate::config::cli::{Backend, Topology};
 use crate::dpdk::packet_queue;
 use crate::dpdk::{PacketInputs, PacketReceiver, PacketSender, SocketMemory};
+use crate::error::{out_of_memory, RunError};
 use crate::queue::{self, QueueError};
 use std::sync::Arc;
 
@@ -105,7 +105,7 @@ pub fn build_link(
                 for (p, row) in senders.iter_mut().enumerate() {
                     let (tx, rx) =
                         packet_queue::ring_spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
-                            .map_err(super::out_of_memory)?;
+                            .map_err(out_of_memory)?;
                     capacity += depth;
                     row[c] = Some(tx);
                     receivers.push(rx);
@@ -118,7 +118,7 @@ pub fn build_link(
                     socket,
                     senders.len(),
                 )
-                .map_err(super::out_of_memory)?;
+                .map_err(out_of_memory)?;
                 capacity += depth;
                 for (row, tx) in senders.iter_mut().zip(txs) {
                     row[c] = Some(tx);

@@ -25,13 +25,14 @@
 //! input port, sample mark) read at RX; workers touch only the frame, TX
 //! groups by the packet's port.
 
-use super::classes::{self, Match, WorkerRange};
-use super::handoff::{InputSet, Sender};
 use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
+use crate::config::class::WorkerRange;
 use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
-use crate::latency::Histogram;
-use crate::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES, MAX_PORTS};
+use crate::report::latency::Histogram;
+use crate::report::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES, MAX_PORTS};
+use crate::setup::handoff::{InputSet, Sender};
+use crate::wire::flow::{flow_key, FlowMatch};
 use crate::wire::{self, FrameClass};
 use std::sync::Arc;
 
@@ -144,17 +145,24 @@ fn receive(
 
 // ---- RX ----------------------------------------------------------------
 
+/// One RX queue an RX stage polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxQueue {
+    pub port: Port,
+    pub queue: u16,
+    /// 0: a normal queue; k: class k's dedicated (rte_flow) queue.
+    pub class: u8,
+}
+
 /// Polls one RX queue on every port and spreads packets over the workers by
 /// flow (RSS hash when the NIC gave one, else a 5-tuple hash), so a flow
 /// always takes one worker and keeps its order.
 pub struct RxStage {
-    /// (port, queue, dedicated class: 0 = a normal queue, k = class k's
-    /// rte_flow queue).
-    queues: Vec<(Port, u16, u8)>,
+    queues: Vec<RxQueue>,
     /// Application classes (`--class`), in order; empty = no classes.
-    classes: Vec<Match>,
-    /// Worker index range (start, count) per class, index 0 = default.
-    class_workers: Vec<(u32, u32)>,
+    classes: Vec<FlowMatch>,
+    /// Worker index range per class, index 0 = default.
+    class_workers: Vec<WorkerRange>,
     /// Class of each worker bucket.
     bucket_class: Vec<u8>,
     senders: Vec<Sender>,
@@ -182,13 +190,13 @@ pub struct RxStage {
 impl RxStage {
     #[allow(clippy::too_many_arguments)]
     pub fn new(
-        queues: Vec<(Port, u16, u8)>,
+        queues: Vec<RxQueue>,
         senders: Vec<Sender>,
         burst: usize,
         policy: FullPolicy,
         rate: Option<TokenBucket>,
         stamp: Option<(U64Field, u32)>,
-        classes: Vec<Match>,
+        classes: Vec<FlowMatch>,
         class_workers: Vec<WorkerRange>,
         gates: Arc<PortGates>,
         counters: Arc<LcoreCounters>,
@@ -204,7 +212,7 @@ impl RxStage {
         }
         RxStage {
             classes,
-            class_workers: class_workers.iter().map(|r| (r.start, r.count)).collect(),
+            class_workers,
             bucket_class,
             stamp,
             since_sample: 0,
@@ -238,6 +246,92 @@ impl RxStage {
             DropReason::RxHandoffFull,
             &self.bucket_class,
         )
+    }
+
+    /// Moves the received burst into the worker buckets: each mbuf becomes
+    /// a [`Packet`] (header facts read once, while hot; 1-in-N stamped with
+    /// `now` under `--latency`) and goes to its flow's worker (of its
+    /// class, with `--class`). `dedicated`: the class whose rte_flow queue
+    /// the burst came from (0: a normal queue).
+    #[inline(always)]
+    fn spread(&mut self, dedicated: u8, now: u64) {
+        // The header is hot here: read what later stages need into the
+        // Packet once (they never touch the header), stamp samples.
+        let stamp = self.stamp;
+        let mut since_sample = self.since_sample;
+        // Headers of a frame whose first segment is too short to hold
+        // them are copied here (see Packet::head).
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        let mut to_packet = |mut m: dpdk::MbufPtr| {
+            let mut sampled = false;
+            if let Some((field, sample)) = stamp {
+                // Only samples carry a stamp.
+                since_sample += 1;
+                if since_sample >= sample {
+                    since_sample = 0;
+                    m.set_field(field, now);
+                    sampled = true;
+                }
+            }
+            let mut p = Packet::from_rx(m);
+            if sampled {
+                p.set_sampled();
+            }
+            p
+        };
+        // Packets a bucket could not take (never, while the room check
+        // above holds): freed by push_or_free, counted here.
+        let mut lost = 0u64;
+        if !self.classes.is_empty() {
+            // Software classification (also on dedicated queues: a rule
+            // steers, the classifier decides).
+            let mut per_class = [0u64; MAX_APP_CLASSES + 1];
+            self.rx.move_each(|m| {
+                let p = to_packet(m);
+                let (head, frame_len) = p.head(&mut scratch);
+                let info = wire::parse_head(head, frame_len);
+                let key = flow_key(head, &info);
+                let class = self
+                    .classes
+                    .iter()
+                    .position(|c| c.matches(&key))
+                    .map_or(0, |k| k + 1);
+                per_class[class] += 1;
+                let hash = p.mbuf().rss_hash().unwrap_or(info.flow_hash);
+                let r = self.class_workers[class];
+                let bucket = &mut self.buckets[r.start as usize + reduce(hash, r.count)];
+                lost += u64::from(!bucket.push_or_free(p));
+            });
+            for (k, &c) in per_class.iter().enumerate() {
+                if c != 0 {
+                    bump(&self.counters.class_rx[k], c);
+                    if dedicated != 0 {
+                        bump(&self.counters.class_rx_dedicated[k], c);
+                    }
+                }
+            }
+        } else if self.n_workers == 1 {
+            let bucket = &mut self.buckets[0];
+            self.rx
+                .move_each(|m| lost += u64::from(!bucket.push_or_free(to_packet(m))));
+        } else {
+            self.rx.move_each(|m| {
+                let p = to_packet(m);
+                let hash = match p.mbuf().rss_hash() {
+                    Some(h) => h,
+                    None => {
+                        let (head, frame_len) = p.head(&mut scratch);
+                        wire::parse_head(head, frame_len).flow_hash
+                    }
+                };
+                let bucket = &mut self.buckets[reduce(hash, self.n_workers)];
+                lost += u64::from(!bucket.push_or_free(p));
+            });
+        }
+        if lost != 0 {
+            self.counters.count_drop(DropReason::RxHandoffFull, lost);
+        }
+        self.since_sample = since_sample;
     }
 
     /// One pass over the ports; returns how many packets it received.
@@ -290,7 +384,7 @@ impl RxStage {
             } else {
                 self.first_queue + k
             };
-            let (port, queue, dedicated) = self.queues[i];
+            let RxQueue { port, queue, class } = self.queues[i];
             // The buckets are handed on once per pass (one queue operation
             // for all ports' packets), unless one could overflow first.
             if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
@@ -309,89 +403,12 @@ impl RxStage {
                 &self.counters.rx_port_packets[port.id() as usize % MAX_PORTS],
                 n as u64,
             );
-            // The header is hot here: read what later stages need into the
-            // Packet once (they never touch the header), stamp samples.
-            let stamp = self.stamp;
             // One TSC read per pass over the queues (not per queue): rdtsc
             // is not cheap in a VM, and a pass takes well under a µs.
-            if stamp.is_some() && rx_now == 0 {
+            if self.stamp.is_some() && rx_now == 0 {
                 rx_now = dpdk::rdtsc_inline();
             }
-            let now = rx_now;
-            let mut since_sample = self.since_sample;
-            // Headers of a frame whose first segment is too short to hold
-            // them are copied here (see Packet::head).
-            let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
-            let mut to_packet = |mut m: dpdk::MbufPtr| {
-                let mut sampled = false;
-                if let Some((field, sample)) = stamp {
-                    // Only samples carry a stamp.
-                    since_sample += 1;
-                    if since_sample >= sample {
-                        since_sample = 0;
-                        m.set_field(field, now);
-                        sampled = true;
-                    }
-                }
-                let mut p = Packet::from_rx(m);
-                if sampled {
-                    p.set_sampled();
-                }
-                p
-            };
-            // Packets a bucket could not take (never, while the room check
-            // above holds): freed by push_or_free, counted here.
-            let mut lost = 0u64;
-            if !self.classes.is_empty() {
-                // Software classification (also on dedicated queues: a rule
-                // steers, the classifier decides).
-                let mut per_class = [0u64; MAX_APP_CLASSES + 1];
-                self.rx.move_each(|m| {
-                    let p = to_packet(m);
-                    let (head, frame_len) = p.head(&mut scratch);
-                    let info = wire::parse_head(head, frame_len);
-                    let key = classes::flow_key(head, &info);
-                    let class = self
-                        .classes
-                        .iter()
-                        .position(|c| c.matches(&key))
-                        .map_or(0, |k| k + 1);
-                    per_class[class] += 1;
-                    let hash = p.mbuf().rss_hash().unwrap_or(info.flow_hash);
-                    let (start, count) = self.class_workers[class];
-                    let bucket = &mut self.buckets[start as usize + reduce(hash, count)];
-                    lost += u64::from(!bucket.push_or_free(p));
-                });
-                for (k, &c) in per_class.iter().enumerate() {
-                    if c != 0 {
-                        bump(&self.counters.class_rx[k], c);
-                        if dedicated != 0 {
-                            bump(&self.counters.class_rx_dedicated[k], c);
-                        }
-                    }
-                }
-            } else if self.n_workers == 1 {
-                let bucket = &mut self.buckets[0];
-                self.rx
-                    .move_each(|m| lost += u64::from(!bucket.push_or_free(to_packet(m))));
-            } else {
-                self.rx.move_each(|m| {
-                    let p = to_packet(m);
-                    let hash = match p.mbuf().rss_hash() {
-                        Some(h) => h,
-                        None => {
-                            let (head, frame_len) = p.head(&mut scratch);
-                            wire::parse_head(head, frame_len).flow_hash
-                        }
-                    };
-                    let bucket = &mut self.buckets[reduce(hash, self.n_workers)];
-                    lost += u64::from(!bucket.push_or_free(p));
-                });
-            }
-            if lost != 0 {
-                self.counters.count_drop(DropReason::RxHandoffFull, lost);
-            }
-            self.since_sample = since_sample;
+            self.spread(class, rx_now);
             if allowance == 0 {
                 break;
             }
@@ -537,7 +554,7 @@ impl WorkerStage {
         } else {
             self.work_cycles
         };
-        let mut class_counts = [0u64; 6];
+        let mut class_counts = [0u64; FrameClass::COUNT];
         let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
         let runts = self.inbuf.retain_or_free(|m| {
             let (head, frame_len) = m.head(&mut scratch);

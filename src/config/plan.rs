@@ -1,0 +1,736 @@
+//! The plan of a run: which lcore holds which role, which workers serve
+//! which class, which port forwards to which, which sockets get a pool and
+//! how large it must be. Resolved from the options and the machine's facts
+//! (plain data read from EAL and the ports), before any resource exists,
+//! so every check here is a usage error (exit 2) raised before forwarding
+//! starts, and every rule is a plain unit test.
+
+use super::class::{check_classes, ClassSpec, WorkerRange};
+use super::cli::{Options, RequestedDevice};
+
+/// An EAL lcore id.
+pub type Lcore = u32;
+
+/// Most ports tqfwd forwards between (per-port counters are arrays).
+pub const MAX_PORTS: usize = 32;
+
+/// Per-lcore mempool cache tqfwd asks for when the pool is large enough.
+pub const POOL_CACHE: usize = 256;
+
+/// Largest burst anywhere (RX, hand-off, TX), for pool sizing.
+const MAX_BURST: usize = crate::queue::MAX_BURST;
+
+/// What the plan needs to know about one port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortFacts {
+    pub id: u16,
+    pub name: String,
+    pub driver: String,
+    /// NUMA socket, or negative when the device reports none.
+    pub socket: i32,
+    pub max_rx_queues: u16,
+    pub max_tx_queues: u16,
+}
+
+/// What the plan needs to know about the machine: EAL's lcores and their
+/// sockets, and the ports DPDK probed, in id order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Machine {
+    pub lcores: Vec<Lcore>,
+    pub main: Lcore,
+    /// Socket of each lcore in `lcores` (same order).
+    pub lcore_sockets: Vec<u32>,
+    pub ports: Vec<PortFacts>,
+}
+
+impl Machine {
+    pub fn lcore_socket(&self, l: Lcore) -> i32 {
+        self.lcores
+            .iter()
+            .position(|&x| x == l)
+            .map_or(0, |i| self.lcore_sockets[i] as i32)
+    }
+
+    pub fn main_socket(&self) -> i32 {
+        self.lcore_socket(self.main)
+    }
+
+    /// A port's socket; a device that reports none is taken to be on the
+    /// main lcore's socket.
+    pub fn port_socket(&self, port: usize) -> i32 {
+        let s = self.ports[port].socket;
+        if s < 0 {
+            self.main_socket()
+        } else {
+            s
+        }
+    }
+}
+
+/// The roles one lcore holds.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Roles {
+    pub rx: bool,
+    pub worker: bool,
+    pub tx: bool,
+}
+
+impl Roles {
+    pub fn names(self) -> Vec<&'static str> {
+        let mut v = Vec::new();
+        if self.rx {
+            v.push("rx");
+        }
+        if self.worker {
+            v.push("worker");
+        }
+        if self.tx {
+            v.push("tx");
+        }
+        v
+    }
+}
+
+/// Which lcores hold which role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RoleLayout {
+    pub rx: Vec<Lcore>,
+    pub worker: Vec<Lcore>,
+    pub tx: Vec<Lcore>,
+}
+
+impl RoleLayout {
+    /// The default split for the EAL lcore set: 1 lcore does everything;
+    /// 2 lcores = main RX+TX, the other worker; 3+ = main RX, last TX, the
+    /// rest workers.
+    pub fn default_for(lcores: &[Lcore], main: Lcore) -> RoleLayout {
+        let others: Vec<Lcore> = lcores.iter().copied().filter(|&l| l != main).collect();
+        match others.len() {
+            0 => RoleLayout {
+                rx: vec![main],
+                worker: vec![main],
+                tx: vec![main],
+            },
+            1 => RoleLayout {
+                rx: vec![main],
+                worker: others.clone(),
+                tx: vec![main],
+            },
+            _ => {
+                let (last, middle) = others.split_last().expect("two or more");
+                RoleLayout {
+                    rx: vec![main],
+                    worker: middle.to_vec(),
+                    tx: vec![*last],
+                }
+            }
+        }
+    }
+
+    /// Applies the user's role lists over the default and checks them
+    /// against the EAL lcore set.
+    pub fn resolve(opts: &Options, lcores: &[Lcore], main: Lcore) -> Result<RoleLayout, String> {
+        let d = RoleLayout::default_for(lcores, main);
+        let layout = RoleLayout {
+            rx: opts.rx_lcores.clone().map(|c| c.0).unwrap_or(d.rx),
+            worker: opts.worker_lcores.clone().map(|c| c.0).unwrap_or(d.worker),
+            tx: opts.tx_lcores.clone().map(|c| c.0).unwrap_or(d.tx),
+        };
+        for (role, list) in [
+            ("--rx-lcores", &layout.rx),
+            ("--worker-lcores", &layout.worker),
+            ("--tx-lcores", &layout.tx),
+        ] {
+            if list.is_empty() {
+                return Err(format!(
+                    "{role} is empty: every role needs at least one lcore"
+                ));
+            }
+            for l in list {
+                if !lcores.contains(l) {
+                    return Err(format!(
+                        "lcore {l} in {role} is not in the EAL lcore set {lcores:?}: add it to -l/--lcores or choose another"
+                    ));
+                }
+            }
+        }
+        if layout.tx.len() > 255 {
+            return Err("at most 255 TX lcores".into());
+        }
+        Ok(layout)
+    }
+}
+
+/// The first requested device that no port came from. A port comes from a
+/// device when its name is the device's name, or starts with it followed
+/// by `_` (ports a PCI device spawns, e.g. representors).
+pub fn missing_device<'a>(
+    requested: &'a [RequestedDevice],
+    port_names: &[String],
+) -> Option<&'a RequestedDevice> {
+    requested.iter().find(|d| {
+        !port_names.iter().any(|p| {
+            let p = if d.option == "--vdev" {
+                p.clone()
+            } else {
+                super::cli::canonical_device_name(p)
+            };
+            p == d.name
+                || p.strip_prefix(d.name.as_str())
+                    .is_some_and(|rest| rest.starts_with('_'))
+        })
+    })
+}
+
+/// l2fwd pairing: 0<->1, 2<->3; an odd last port forwards to itself.
+pub fn peer_port(index: usize, n_ports: usize) -> usize {
+    if index % 2 == 0 {
+        if index + 1 < n_ports {
+            index + 1
+        } else {
+            index
+        }
+    } else {
+        index - 1
+    }
+}
+
+/// Mbufs one socket's pool needs:
+///   Σ over its ports (RX descriptors × RX queues + TX descriptors × TX queues)
+/// + what all hand-off queues can hold (mbufs may travel across sockets)
+/// + per lcore: its stage buffers (MAX_BURST each: RX burst + one per worker,
+///   worker inbuf + one per TX lcore, TX inbuf + one per port)
+/// + per lcore: 1.5 × the mempool cache (caches can hold that much)
+/// + 1024 slack.
+pub fn pool_size(
+    descriptors: usize,
+    queue_capacity: usize,
+    lcores: usize,
+    buffers_per_lcore: usize,
+    cache: usize,
+) -> usize {
+    descriptors
+        + queue_capacity
+        + lcores * buffers_per_lcore * MAX_BURST
+        + lcores * cache * 3 / 2
+        + 1024
+}
+
+/// What a socket's pool must hold whatever its size: every RX descriptor
+/// of the socket's ports filled, and one burst in flight per lcore. The
+/// per-lcore caches get only what is left over, so they never strand the
+/// mbufs the datapath needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PoolSizing {
+    pub socket: i32,
+    /// RX descriptors of the socket's ports (all queues).
+    pub rx_descriptors: usize,
+    /// RX and TX descriptors of the socket's ports.
+    pub descriptors: usize,
+    pub lcores: usize,
+    pub burst: usize,
+    /// Stage buffers each lcore may hold (see [`pool_size`]).
+    pub buffers_per_lcore: usize,
+}
+
+impl PoolSizing {
+    pub fn minimum(&self) -> usize {
+        self.rx_descriptors + self.lcores * self.burst
+    }
+
+    /// The pool size: `--mbufs` when given (a usage error saying what
+    /// fits when it is below [`minimum`](Self::minimum)), else
+    /// [`pool_size`] for hand-off queues holding `queued` mbufs.
+    pub fn size(&self, mbufs: Option<u32>, queued: usize) -> Result<usize, String> {
+        let Some(n) = mbufs.map(|n| n as usize) else {
+            return Ok(pool_size(
+                self.descriptors,
+                queued,
+                self.lcores,
+                self.buffers_per_lcore,
+                POOL_CACHE,
+            ));
+        };
+        let need = self.minimum();
+        if n < need {
+            return Err(format!(
+                "--mbufs {n} is too small for socket {}: {} RX descriptors + {} lcores x --burst {} need at least {need} mbufs: raise --mbufs to {need} or more, or lower --rx-desc or --burst",
+                self.socket, self.rx_descriptors, self.lcores, self.burst
+            ));
+        }
+        Ok(n)
+    }
+
+    /// The per-lcore cache for a pool of `size`: caches may hold 1.5x
+    /// their size each, so together they get at most half of what the
+    /// minimum leaves.
+    pub fn cache(&self, size: usize) -> usize {
+        let spare = size.saturating_sub(self.minimum());
+        POOL_CACHE
+            .min(size / 3)
+            .min(spare / (3 * self.lcores.max(1)))
+            .min(512)
+    }
+}
+
+/// A run's plan (module doc).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    pub layout: RoleLayout,
+    /// Every worker: the default workers, then each class's lcores.
+    pub workers: Vec<Lcore>,
+    /// Index 0: the default workers; k: class k's (indices into `workers`).
+    pub class_workers: Vec<WorkerRange>,
+    /// Lcores with an RX stage: the RX lcores, then each class's first
+    /// lcore (it polls the class's dedicated queue where rte_flow steers).
+    pub rx_stages: Vec<Lcore>,
+    /// Every lcore with a role, sorted.
+    pub lcores: Vec<Lcore>,
+    /// Lcores that burst on ports (RX or TX stage), sorted.
+    pub port_lcores: Vec<Lcore>,
+    /// EAL lcores without a role.
+    pub idle: Vec<Lcore>,
+    pub n_ports: usize,
+    /// Output port of each input port (l2fwd pairing).
+    pub out_port: [u16; MAX_PORTS],
+    /// One pool per socket that has ports, sized for these.
+    pub pools: Vec<PoolSizing>,
+}
+
+impl Plan {
+    /// Resolves and checks everything the options decide.
+    pub fn new(opts: &Options, m: &Machine) -> Result<Plan, String> {
+        let layout = RoleLayout::resolve(opts, &m.lcores, m.main)?;
+        check_ports(opts, m, &layout)?;
+        let classes = &opts.class;
+        check_classes(classes, &layout.worker)?;
+        let (workers, class_workers) = class_workers(&layout, classes, &m.lcores)?;
+        if let Some((idx, _)) = opts.debug_stall_worker {
+            if idx as usize >= workers.len() {
+                return Err(format!(
+                    "--debug-stall-worker {idx}: there are {} workers (indices 0-{})",
+                    workers.len(),
+                    workers.len() - 1
+                ));
+            }
+        }
+        let mut rx_stages = layout.rx.clone();
+        for c in classes {
+            if !rx_stages.contains(&c.lcores[0]) {
+                rx_stages.push(c.lcores[0]);
+            }
+        }
+        let mut lcores: Vec<Lcore> = rx_stages
+            .iter()
+            .chain(&workers)
+            .chain(&layout.tx)
+            .copied()
+            .collect();
+        lcores.sort_unstable();
+        lcores.dedup();
+        let port_lcores = lcores
+            .iter()
+            .copied()
+            .filter(|l| rx_stages.contains(l) || layout.tx.contains(l))
+            .collect();
+        let idle = m
+            .lcores
+            .iter()
+            .copied()
+            .filter(|l| !lcores.contains(l))
+            .collect();
+        let n_ports = m.ports.len();
+        let mut out_port = [0u16; MAX_PORTS];
+        for (i, o) in out_port.iter_mut().enumerate().take(n_ports) {
+            *o = peer_port(i, n_ports) as u16;
+        }
+        let mut plan = Plan {
+            layout,
+            workers,
+            class_workers,
+            rx_stages,
+            lcores,
+            port_lcores,
+            idle,
+            n_ports,
+            out_port,
+            pools: Vec::new(),
+        };
+        plan.pools = plan.pool_sizing(opts, m);
+        Ok(plan)
+    }
+
+    /// The class whose workers include worker `w` (0 = default).
+    pub fn worker_class(&self, w: usize) -> u8 {
+        self.class_workers
+            .iter()
+            .rposition(|r| r.contains(w as u32))
+            .unwrap_or(0) as u8
+    }
+
+    pub fn roles(&self, l: Lcore) -> Roles {
+        Roles {
+            rx: self.rx_stages.contains(&l),
+            worker: self.workers.contains(&l),
+            tx: self.layout.tx.contains(&l),
+        }
+    }
+
+    /// Stage buffers one lcore may hold: RX burst + one per worker, worker
+    /// inbuf + one per TX lcore, TX inbuf + one per port.
+    pub fn buffers_per_lcore(&self) -> usize {
+        1 + self.workers.len() + 1 + self.layout.tx.len() + 1 + self.n_ports
+    }
+
+    fn pool_sizing(&self, opts: &Options, m: &Machine) -> Vec<PoolSizing> {
+        let mut sockets: Vec<i32> = (0..m.ports.len()).map(|i| m.port_socket(i)).collect();
+        sockets.sort_unstable();
+        sockets.dedup();
+        let (n_rx, n_tx) = (self.layout.rx.len(), self.layout.tx.len());
+        sockets
+            .into_iter()
+            .map(|s| {
+                let here = (0..m.ports.len())
+                    .filter(|&i| m.port_socket(i) == s)
+                    .count();
+                let rx_descriptors = here * opts.rx_desc as usize * (n_rx + opts.class.len());
+                PoolSizing {
+                    socket: s,
+                    rx_descriptors,
+                    descriptors: rx_descriptors + here * opts.tx_desc as usize * n_tx,
+                    lcores: self.lcores.len(),
+                    burst: opts.burst as usize,
+                    buffers_per_lcore: self.buffers_per_lcore(),
+                }
+            })
+            .collect()
+    }
+
+    /// The NUMA affinity table, one line per port (its socket and the
+    /// sockets of the lcores serving it) and one for the workers; `true`
+    /// marks a line whose sockets differ (a warning).
+    pub fn numa_lines(&self, m: &Machine) -> Vec<(String, bool)> {
+        let describe = |ls: &[Lcore]| {
+            ls.iter()
+                .map(|&l| format!("{l}(s{})", m.lcore_socket(l)))
+                .collect::<Vec<_>>()
+                .join(" ")
+        };
+        let mut lines = Vec::new();
+        for (i, p) in m.ports.iter().enumerate() {
+            let psock = m.port_socket(i);
+            let far: Vec<Lcore> = self
+                .rx_stages
+                .iter()
+                .chain(&self.layout.tx)
+                .copied()
+                .filter(|&l| m.lcore_socket(l) != psock)
+                .collect();
+            let mut row = format!(
+                "NUMA: port {} ({}) socket {psock}{} | rx lcores {} | tx lcores {}",
+                p.id,
+                p.name,
+                if p.socket < 0 {
+                    " (device reports none; assumed main's)"
+                } else {
+                    ""
+                },
+                describe(&self.rx_stages),
+                describe(&self.layout.tx)
+            );
+            if !far.is_empty() {
+                row.push_str(&format!(
+                    " <- lcores {far:?} are on another socket: expect remote-memory costs"
+                ));
+            }
+            lines.push((row, !far.is_empty()));
+        }
+        lines.push((
+            format!(
+                "NUMA: worker lcores {} (hand-off queues live on their consumer's socket)",
+                describe(&self.workers)
+            ),
+            false,
+        ));
+        lines
+    }
+}
+
+/// Ports: every requested device became one, there are some and not too
+/// many, ids are contiguous, each has a queue per RX and TX lcore, and
+/// `--peer-mac` names existing ports.
+fn check_ports(opts: &Options, m: &Machine, layout: &RoleLayout) -> Result<(), String> {
+    let names: Vec<String> = m.ports.iter().map(|p| p.name.clone()).collect();
+    if let Some(d) = missing_device(&opts.devices, &names) {
+        return Err(format!(
+            "{} {} did not become a port (its probe failed, see EAL's log above): fix its arguments or remove it",
+            d.option, d.name
+        ));
+    }
+    if m.ports.is_empty() {
+        return Err("no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/".into());
+    }
+    if m.ports.len() > MAX_PORTS {
+        return Err(format!(
+            "{} ports found; tqfwd handles at most {MAX_PORTS}",
+            m.ports.len()
+        ));
+    }
+    for (p, _) in &opts.peer_mac {
+        if *p as usize >= m.ports.len() {
+            return Err(format!(
+                "--peer-mac names port {p}, but only ports 0-{} exist",
+                m.ports.len() - 1
+            ));
+        }
+    }
+    let (n_rx, n_tx) = (layout.rx.len(), layout.tx.len());
+    for (i, p) in m.ports.iter().enumerate() {
+        if p.id as usize != i {
+            return Err(format!(
+                "port ids are not contiguous (found {} at index {i})",
+                p.id
+            ));
+        }
+        if (p.max_rx_queues as usize) < n_rx {
+            return Err(format!(
+                "port {i} ({}) allows {} RX queues but {n_rx} RX lcores need one each: use fewer --rx-lcores (or give the vdev more queues)",
+                p.driver, p.max_rx_queues
+            ));
+        }
+        if (p.max_tx_queues as usize) < n_tx {
+            return Err(format!(
+                "port {i} ({}) allows {} TX queues but {n_tx} TX lcores need one each: use fewer --tx-lcores",
+                p.driver, p.max_tx_queues
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// All workers (default first, then each class's lcores) and each class's
+/// range among them; class lcores must be EAL lcores.
+fn class_workers(
+    layout: &RoleLayout,
+    classes: &[ClassSpec],
+    eal_lcores: &[Lcore],
+) -> Result<(Vec<Lcore>, Vec<WorkerRange>), String> {
+    let mut workers = layout.worker.clone();
+    let mut ranges = vec![WorkerRange {
+        start: 0,
+        count: workers.len() as u32,
+    }];
+    for c in classes {
+        if let Some(l) = c.lcores.iter().find(|l| !eal_lcores.contains(l)) {
+            return Err(format!(
+                "lcore {l} of class {} is not in the EAL lcore set {eal_lcores:?}: add it to -l/--lcores",
+                c.name
+            ));
+        }
+        ranges.push(WorkerRange {
+            start: workers.len() as u32,
+            count: c.lcores.len() as u32,
+        });
+        workers.extend(&c.lcores);
+    }
+    Ok((workers, ranges))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::cli::parse_options;
+
+    fn opts(args: &[&str]) -> Options {
+        let argv: Vec<String> = std::iter::once("tqfwd")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        parse_options(&argv).unwrap_or_else(|_| panic!("options {args:?} do not parse"))
+    }
+
+    fn machine(lcores: &[Lcore], ports: usize) -> Machine {
+        Machine {
+            lcores: lcores.to_vec(),
+            main: lcores[0],
+            lcore_sockets: lcores.iter().map(|&l| if l >= 8 { 1 } else { 0 }).collect(),
+            ports: (0..ports)
+                .map(|i| PortFacts {
+                    id: i as u16,
+                    name: format!("net_null{i}"),
+                    driver: "net_null".into(),
+                    socket: if i == 2 { 1 } else { -1 },
+                    max_rx_queues: 4,
+                    max_tx_queues: 4,
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn every_requested_device_is_a_port() {
+        let req = crate::config::cli::requested_devices(
+            &[
+                "tqfwd",
+                "--vdev=net_pcap0,x=1",
+                "--vdev=net_pcap1",
+                "-a",
+                "01:00.0",
+            ]
+            .map(String::from),
+        );
+        let names = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(
+            missing_device(&req, &names(&["net_pcap0", "net_pcap1", "0000:01:00.0"])).is_none()
+        );
+        assert!(missing_device(
+            &req,
+            &names(&["net_pcap0", "net_pcap1", "0000:01:00.0_representor_vf0"])
+        )
+        .is_none());
+        assert_eq!(
+            missing_device(&req, &names(&["net_pcap0", "0000:01:00.0"])).map(|d| d.name.as_str()),
+            Some("net_pcap1")
+        );
+        assert_eq!(
+            missing_device(&req, &names(&["net_pcap0", "net_pcap1", "0000:01:00.1"]))
+                .map(|d| d.option),
+            Some("-a")
+        );
+    }
+
+    #[test]
+    fn pairing() {
+        assert_eq!(peer_port(0, 2), 1);
+        assert_eq!(peer_port(1, 2), 0);
+        assert_eq!(peer_port(2, 3), 2);
+        assert_eq!(peer_port(0, 1), 0);
+        assert_eq!(peer_port(3, 4), 2);
+    }
+
+    #[test]
+    fn default_layouts() {
+        assert_eq!(
+            RoleLayout::default_for(&[0], 0),
+            RoleLayout {
+                rx: vec![0],
+                worker: vec![0],
+                tx: vec![0]
+            }
+        );
+        assert_eq!(
+            RoleLayout::default_for(&[0, 1], 0),
+            RoleLayout {
+                rx: vec![0],
+                worker: vec![1],
+                tx: vec![0]
+            }
+        );
+        assert_eq!(
+            RoleLayout::default_for(&[0, 1, 2, 3], 0),
+            RoleLayout {
+                rx: vec![0],
+                worker: vec![1, 2],
+                tx: vec![3]
+            }
+        );
+    }
+
+    #[test]
+    fn plan_with_classes_adds_workers_and_rx_stages() {
+        let o = opts(&[
+            "--worker-lcores",
+            "1",
+            "--class",
+            "voice:udp,dst-port=5060:2",
+            "--class",
+            "bulk:tcp:3",
+        ]);
+        let p = Plan::new(&o, &machine(&[0, 1, 2, 3, 4], 2)).unwrap();
+        assert_eq!(p.layout.rx, vec![0]);
+        assert_eq!(p.layout.tx, vec![4]);
+        assert_eq!(p.workers, vec![1, 2, 3]);
+        assert_eq!(
+            p.class_workers,
+            vec![
+                WorkerRange { start: 0, count: 1 },
+                WorkerRange { start: 1, count: 1 },
+                WorkerRange { start: 2, count: 1 }
+            ]
+        );
+        assert_eq!((p.worker_class(0), p.worker_class(2)), (0, 2));
+        assert_eq!(p.rx_stages, vec![0, 2, 3]);
+        assert_eq!(p.lcores, vec![0, 1, 2, 3, 4]);
+        assert_eq!(p.port_lcores, vec![0, 2, 3, 4]);
+        assert_eq!(
+            p.roles(2),
+            Roles {
+                rx: true,
+                worker: true,
+                tx: false
+            }
+        );
+        assert_eq!(&p.out_port[..2], &[1, 0]);
+    }
+
+    #[test]
+    fn plan_refuses_what_cannot_run() {
+        let m = machine(&[0, 1], 2);
+        let err = |args: &[&str], m: &Machine| Plan::new(&opts(args), m).unwrap_err();
+        assert!(err(&["--rx-lcores", "5"], &m).contains("lcore 5 in --rx-lcores"));
+        assert!(err(&["--peer-mac", "2=02:00:00:00:00:01"], &m).contains("--peer-mac names port 2"));
+        assert!(err(&["--debug-stall-worker", "3:10"], &m).contains("there are 1 workers"));
+        assert!(err(&[], &machine(&[0, 1], 0)).contains("no Ethernet ports"));
+        let mut few = machine(&[0, 1, 2, 3], 2);
+        few.ports[1].max_tx_queues = 1;
+        assert!(err(&["--tx-lcores", "2-3"], &few).contains("port 1 (net_null) allows 1 TX queues"));
+        let mut gap = machine(&[0, 1], 2);
+        gap.ports[1].id = 3;
+        assert!(err(&[], &gap).contains("not contiguous"));
+        assert!(err(&["--class", "v:udp:7"], &m).contains("lcore 7 of class v"));
+    }
+
+    #[test]
+    fn pools_per_socket_and_numa_lines() {
+        let o = opts(&["--rx-desc", "512", "--tx-desc", "256"]);
+        let m = machine(&[0, 1, 8], 3);
+        let p = Plan::new(&o, &m).unwrap();
+        // Ports 0 and 1 report no socket (main's, 0); port 2 is on socket 1.
+        assert_eq!(p.pools.len(), 2);
+        assert_eq!(
+            (
+                p.pools[0].socket,
+                p.pools[0].rx_descriptors,
+                p.pools[0].descriptors
+            ),
+            (0, 2 * 512, 2 * 512 + 2 * 256)
+        );
+        assert_eq!((p.pools[1].socket, p.pools[1].rx_descriptors), (1, 512));
+        let lines = p.numa_lines(&m);
+        assert_eq!(lines.len(), 4);
+        assert!(lines[0].0.contains("assumed main's") && lines[0].1);
+        assert!(lines[2].1, "port 2 on socket 1, lcores 0 and 8 on 0 and 1");
+        assert!(!lines[3].1);
+    }
+
+    #[test]
+    fn pool_sizing_checks_mbufs() {
+        let s = PoolSizing {
+            socket: 0,
+            rx_descriptors: 1024,
+            descriptors: 2048,
+            lcores: 2,
+            burst: 32,
+            buffers_per_lcore: 6,
+        };
+        assert_eq!(s.minimum(), 1088);
+        assert!(s.size(Some(1000), 0).unwrap_err().contains("at least 1088"));
+        assert_eq!(s.size(Some(5000), 0), Ok(5000));
+        assert_eq!(
+            s.size(None, 4096),
+            Ok(2048 + 4096 + 2 * 6 * MAX_BURST + 2 * POOL_CACHE * 3 / 2 + 1024)
+        );
+        assert_eq!(s.cache(1088), 0);
+        assert_eq!(s.cache(100_000), POOL_CACHE);
+    }
+}

@@ -1,0 +1,438 @@
+//! Forwarding: each lcore's stages (RX → worker → TX, `stages`), the loop
+//! that polls them ([`run_lcore`]), their wiring from the plan and the
+//! resources ([`Forwarding::new`]), and the threads beside them while they
+//! run: stats lines and `--duration` (`report::live`), and the port
+//! monitor (`lifecycle`).
+//!
+//! Shutdown order: RX stops first (and hands on what it holds); workers stop
+//! once every RX lcore stopped and their inputs are empty; TX stops once
+//! every worker stopped and its inputs are empty. What each stage still
+//! holds when it stops is handed on or freed and counted, so when the last
+//! lcore returns every mbuf received is accounted for.
+
+pub mod clock;
+pub mod lifecycle;
+pub mod rate;
+pub mod stages;
+
+use crate::config::cli::Options;
+use crate::config::{Lcore, Plan, MAX_PORTS};
+use crate::dpdk::{self, signal, Eal};
+use crate::error::RunError;
+use crate::report::latency::Histogram;
+use crate::report::stats::LcoreCounters;
+use crate::report::telemetry::Live;
+use crate::setup::{Links, Resources};
+use lifecycle::{PortGates, PortMonitor};
+use stages::{PortMap, RxQueue, RxStage, TxStage, WorkerStage};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+/// Progress of the shutdown, shared by all lcores.
+struct Phase {
+    rx_done: AtomicUsize,
+    workers_done: AtomicUsize,
+    n_rx: usize,
+    n_workers: usize,
+}
+
+/// The stages one lcore runs.
+pub struct LcoreWork {
+    rx: Option<RxStage>,
+    worker: Option<WorkerStage>,
+    tx: Option<TxStage>,
+    /// Quiescence slot of an lcore that polls ports (RX or TX stage).
+    port_slot: Option<usize>,
+}
+
+/// Every lcore's work, ready to launch.
+pub struct Forwarding {
+    work: Vec<(Lcore, Mutex<Option<LcoreWork>>)>,
+    /// Each lcore's counters (the report and telemetry read them).
+    pub counters: Vec<(Lcore, Arc<LcoreCounters>)>,
+    gates: Arc<PortGates>,
+    monitor: PortMonitor,
+    phase: Phase,
+}
+
+/// What forwarding leaves for the report and the teardown.
+pub struct Finished {
+    /// Lcores' work never taken (an lcore that did not launch): dropped
+    /// after the ports are closed.
+    pub leftover: Vec<(Lcore, Mutex<Option<LcoreWork>>)>,
+    /// TX lcores' latency histograms (`--latency`).
+    pub histograms: Vec<Box<Histogram>>,
+}
+
+impl Forwarding {
+    /// Builds each lcore's stages from the plan, moving the hand-off
+    /// queues of `links` into them.
+    pub fn new(
+        opts: &Options,
+        plan: &Plan,
+        res: &Resources,
+        links: Links,
+    ) -> Result<Forwarding, RunError> {
+        let mut memif = [false; MAX_PORTS];
+        for (i, info) in res.infos.iter().enumerate() {
+            memif[i] = info.driver == "net_memif";
+        }
+        let gates = Arc::new(PortGates::new(memif, plan.port_lcores.len()));
+        let monitor = PortMonitor::new(
+            gates.clone(),
+            &res.ports
+                .iter()
+                .zip(&res.infos)
+                .map(|(p, i)| (*p, i.name.clone(), i.driver.clone(), i.devargs.clone()))
+                .collect::<Vec<_>>(),
+        )?;
+        let counters: Vec<(Lcore, Arc<LcoreCounters>)> = plan
+            .lcores
+            .iter()
+            .map(|&l| (l, Arc::new(LcoreCounters::default())))
+            .collect();
+        let mut wiring = Wiring::new(opts, plan, res, links, gates.clone());
+        let work = counters
+            .iter()
+            .map(|(l, c)| (*l, Mutex::new(Some(wiring.lcore(*l, c)))))
+            .collect();
+        Ok(Forwarding {
+            work,
+            counters,
+            gates,
+            monitor,
+            phase: Phase {
+                rx_done: AtomicUsize::new(0),
+                workers_done: AtomicUsize::new(0),
+                n_rx: plan.rx_stages.len(),
+                n_workers: plan.workers.len(),
+            },
+        })
+    }
+
+    /// Runs every lcore until a quit is requested and all have drained,
+    /// with the stats thread and the port monitor beside them.
+    pub fn run(
+        self,
+        eal: &Eal,
+        opts: &Options,
+        res: &Resources,
+        live: &Live,
+    ) -> Result<Finished, RunError> {
+        let Forwarding {
+            work,
+            counters,
+            gates,
+            monitor,
+            phase,
+        } = self;
+        let finished = AtomicBool::new(false);
+        let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
+        let (pools, ports) = (&res.pools, &res.ports);
+        let launch = std::thread::scope(|scope| {
+            let reporter = std::thread::Builder::new()
+                .name("tqfwd-stats".into())
+                .spawn_scoped(scope, || {
+                    crate::report::live::stats_thread(&finished, live, pools, ports, opts)
+                });
+            if let Err(e) = &reporter {
+                log::warn!("no stats thread ({e}): stats lines and --duration are off");
+            }
+            // Link state off the datapath; the monitor (and its memif park
+            // on the interrupt thread) ends before the ports are stopped.
+            let mut monitor = monitor;
+            let watcher = std::thread::Builder::new()
+                .name("tqfwd-ports".into())
+                .spawn_scoped(scope, || {
+                    while !finished.load(Ordering::Acquire) {
+                        monitor.poll();
+                        std::thread::sleep(lifecycle::MONITOR_PERIOD);
+                    }
+                    drop(monitor);
+                });
+            if let Err(e) = &watcher {
+                log::warn!("no port monitor thread ({e}): link changes are not followed");
+            }
+            let launch = eal.run_on_all_lcores(|lcore| {
+                let taken = work
+                    .iter()
+                    .find(|(l, _)| *l == lcore)
+                    .and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
+                let c = counters.iter().find(|(l, _)| *l == lcore);
+                if let (Some(mut w), Some((_, c))) = (taken, c) {
+                    run_lcore(&mut w, &phase, &gates, c);
+                    if let Some(h) = w.tx.as_mut().and_then(|t| t.take_histogram()) {
+                        if let Ok(mut v) = histograms.lock() {
+                            v.push(h);
+                        }
+                    }
+                    // Stage buffers are empty here; dropping them frees
+                    // nothing (their hand-off queues go back to DPDK).
+                    drop(w);
+                }
+            });
+            finished.store(true, Ordering::Release);
+            launch
+        });
+        live.running.store(false, Ordering::Relaxed);
+        launch?;
+        Ok(Finished {
+            leftover: work,
+            histograms: histograms.into_inner().unwrap_or_default(),
+        })
+    }
+}
+
+fn some<T>(v: Vec<T>) -> Vec<Option<T>> {
+    v.into_iter().map(Some).collect()
+}
+
+/// Hands out the stages' parts, lcore by lcore.
+struct Wiring<'a> {
+    opts: &'a Options,
+    plan: &'a Plan,
+    res: &'a Resources,
+    gates: Arc<PortGates>,
+    map: PortMap,
+    class_queues: Vec<bool>,
+    policy: rate::FullPolicy,
+    rx_senders: Vec<Option<Vec<crate::setup::handoff::Sender>>>,
+    worker_inputs: Vec<Option<crate::setup::handoff::InputSet>>,
+    worker_senders: Vec<Option<Vec<crate::setup::handoff::Sender>>>,
+    tx_inputs: Vec<Option<crate::setup::handoff::InputSet>>,
+}
+
+impl<'a> Wiring<'a> {
+    fn new(
+        opts: &'a Options,
+        plan: &'a Plan,
+        res: &'a Resources,
+        links: Links,
+        gates: Arc<PortGates>,
+    ) -> Self {
+        let mut map = PortMap {
+            out_port: plan.out_port,
+            tx_index: [0; MAX_PORTS],
+            dst_mac: [[0; 6]; MAX_PORTS],
+            src_mac: [[0; 6]; MAX_PORTS],
+        };
+        for i in 0..plan.n_ports {
+            map.tx_index[i] = (i % plan.layout.tx.len()) as u8;
+            map.src_mac[i] = res.macs[i];
+            map.dst_mac[i] = [0x02, 0, 0, 0, 0, i as u8];
+        }
+        for (p, mac) in &opts.peer_mac {
+            map.dst_mac[*p as usize] = mac.0;
+        }
+        Wiring {
+            opts,
+            plan,
+            res,
+            gates,
+            map,
+            class_queues: res.class_queues(),
+            policy: rate::FullPolicy::new(opts.on_full, opts.drop_after as u64, dpdk::tsc_hz()),
+            rx_senders: some(links.rx.senders),
+            worker_inputs: some(links.rx.inputs),
+            worker_senders: some(links.tx.senders),
+            tx_inputs: some(links.tx.inputs),
+        }
+    }
+
+    fn lcore(&mut self, l: Lcore, c: &Arc<LcoreCounters>) -> LcoreWork {
+        let plan = self.plan;
+        LcoreWork {
+            rx: plan
+                .rx_stages
+                .iter()
+                .position(|&x| x == l)
+                .map(|stage| self.rx_stage(l, stage, c)),
+            worker: plan
+                .workers
+                .iter()
+                .position(|&x| x == l)
+                .map(|w| self.worker_stage(w, c)),
+            tx: plan
+                .layout
+                .tx
+                .iter()
+                .position(|&x| x == l)
+                .map(|t| self.tx_stage(t, c)),
+            port_slot: plan.port_lcores.iter().position(|&x| x == l),
+        }
+    }
+
+    /// The queues an RX lcore polls: its queue on every port, and on ports
+    /// with dedicated class queues, the queue of each class it leads.
+    fn rx_queues(&self, l: Lcore) -> Vec<RxQueue> {
+        let (plan, ports) = (self.plan, &self.res.ports);
+        let mut queues = Vec::new();
+        if let Some(q) = plan.layout.rx.iter().position(|&x| x == l) {
+            queues.extend(ports.iter().map(|&port| RxQueue {
+                port,
+                queue: q as u16,
+                class: 0,
+            }));
+        }
+        let n_rx = plan.layout.rx.len();
+        for (k, c) in self.opts.class.iter().enumerate() {
+            if c.lcores[0] == l {
+                for (i, &port) in ports.iter().enumerate() {
+                    if self.class_queues[i] {
+                        queues.push(RxQueue {
+                            port,
+                            queue: (n_rx + k) as u16,
+                            class: (k + 1) as u8,
+                        });
+                    }
+                }
+            }
+        }
+        queues
+    }
+
+    fn rx_stage(&mut self, l: Lcore, stage: usize, c: &Arc<LcoreCounters>) -> RxStage {
+        let (opts, burst) = (self.opts, self.opts.burst as usize);
+        let queues = self.rx_queues(l);
+        let nic_ring = self.res.rx_desc as usize * queues.len().max(1);
+        let n_stages = self.plan.rx_stages.len() as f64;
+        RxStage::new(
+            queues,
+            self.rx_senders[stage].take().expect("rx senders"),
+            burst,
+            self.policy,
+            // Each RX lcore takes its share of the rate; what the NIC can
+            // hold for it is its queues' descriptors.
+            opts.rx_rate.map(|mpps| {
+                rate::TokenBucket::new(mpps * 1e6 / n_stages, dpdk::tsc_hz(), nic_ring, burst)
+            }),
+            self.res.stamp.map(|f| (f, opts.latency_sample)),
+            opts.class.iter().map(|c| c.matcher).collect(),
+            self.plan.class_workers.clone(),
+            self.gates.clone(),
+            c.clone(),
+        )
+    }
+
+    fn worker_stage(&mut self, w: usize, c: &Arc<LcoreCounters>) -> WorkerStage {
+        let opts = self.opts;
+        WorkerStage::new(
+            self.worker_inputs[w].take().expect("worker inputs"),
+            self.worker_senders[w].take().expect("worker senders"),
+            opts.burst as usize,
+            self.policy,
+            self.map.clone(),
+            !opts.no_mac_rewrite,
+            opts.worker_cycles as u64,
+            self.plan.worker_class(w),
+            opts.debug_stall_worker
+                .filter(|&(idx, _)| idx as usize == w)
+                .map(|(_, ms)| Duration::from_millis(ms as u64)),
+            c.clone(),
+        )
+    }
+
+    fn tx_stage(&mut self, t: usize, c: &Arc<LcoreCounters>) -> TxStage {
+        TxStage::new(
+            self.tx_inputs[t].take().expect("tx inputs"),
+            self.res.ports.iter().map(|&p| (p, t as u16)).collect(),
+            self.map.out_port,
+            self.opts.burst as usize,
+            self.res.stamp,
+            self.policy,
+            self.gates.clone(),
+            c.clone(),
+        )
+    }
+}
+
+/// One lcore's loop: polls its stages (output before input) until each
+/// has drained, reporting quiescence for the port lifecycle and publishing
+/// busy/idle cycles.
+fn run_lcore(work: &mut LcoreWork, phase: &Phase, gates: &PortGates, counters: &LcoreCounters) {
+    // Busy/idle accounting (sampled, see `LoopClock`), published once per
+    // window and at the end.
+    let mut clock = clock::LoopClock::new(dpdk::rdtsc_inline());
+    // Port lifecycle: the top of each iteration is a quiescent point (no
+    // burst in progress), reported so a port can be closed safely.
+    let q = &gates.quiescence;
+    let mut reported = work.port_slot.map(|s| q.online(s)).unwrap_or(0);
+    loop {
+        if let Some(s) = work.port_slot {
+            q.report(s, &mut reported);
+        }
+        clock.begin(dpdk::rdtsc_inline);
+        let (moved, pending) = poll_stages(work, phase);
+        let window_closed = clock.end(moved != 0, dpdk::rdtsc_inline);
+        if !pending {
+            clock.close(dpdk::rdtsc_inline());
+        }
+        if window_closed || !pending {
+            publish(counters, &clock);
+        }
+        if !pending {
+            break;
+        }
+    }
+    if let Some(s) = work.port_slot {
+        q.offline(s);
+    }
+}
+
+/// Publishes the loop clock's busy/idle figures for the readers.
+fn publish(counters: &LcoreCounters, clock: &clock::LoopClock) {
+    counters
+        .busy_polls
+        .store(clock.busy_polls, Ordering::Relaxed);
+    counters
+        .busy_cycles
+        .store(clock.busy_cycles, Ordering::Relaxed);
+    counters
+        .idle_polls
+        .store(clock.idle_polls, Ordering::Relaxed);
+    counters
+        .idle_cycles
+        .store(clock.idle_cycles, Ordering::Relaxed);
+}
+
+/// One pass over an lcore's stages; returns (packets moved, some stage
+/// still running).
+#[inline]
+fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
+    let mut pending = false;
+    let mut moved = 0usize;
+    // Output before input: an lcore holding several roles first makes
+    // room downstream (TX, then the worker), then receives. Under overload
+    // the reverse order lets RX fill the queues that the lcore's own TX
+    // should be draining (receive livelock).
+    if let Some(t) = work.tx.as_mut() {
+        if !t.done {
+            let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
+            moved += t.poll(upstream_done);
+            pending |= !t.done;
+        }
+    }
+    if let Some(w) = work.worker.as_mut() {
+        if !w.done {
+            let upstream_done = phase.rx_done.load(Ordering::Acquire) == phase.n_rx;
+            moved += w.poll(upstream_done);
+            if w.done {
+                phase.workers_done.fetch_add(1, Ordering::Release);
+            } else {
+                pending = true;
+            }
+        }
+    }
+    if let Some(rx) = work.rx.as_mut() {
+        if !rx.done {
+            moved += rx.poll(signal::quit_requested());
+            if rx.done {
+                phase.rx_done.fetch_add(1, Ordering::Release);
+            } else {
+                pending = true;
+            }
+        }
+    }
+    (moved, pending)
+}

@@ -1,0 +1,253 @@
+//! Reporting: the per-lcore counters and the one fold over them
+//! (`stats`), the live views read while forwarding (the stats thread in
+//! `live`, DPDK telemetry in `telemetry`), latency histograms (`latency`),
+//! output files (`output`), and the final [`Report`] assembled once at the
+//! end ([`Final::report`]) for the summary and the JSON.
+
+pub mod latency;
+pub mod live;
+pub mod output;
+pub mod stats;
+pub mod telemetry;
+
+use crate::config::cli::Options;
+use crate::config::{Lcore, Machine, Plan};
+use crate::dpdk::{self, signal};
+use crate::setup::{mac_string, Resources};
+use latency::{cycles_to_ns, Histogram};
+use stats::{ClassReport, LatencyReport, LcoreCounters, PortReport, Report, Totals};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// The live view telemetry and the stats thread read while forwarding.
+pub fn live(
+    opts: &Options,
+    plan: &Plan,
+    res: &Resources,
+    counters: &[(Lcore, Arc<LcoreCounters>)],
+) -> Arc<telemetry::Live> {
+    Arc::new(telemetry::Live {
+        backend: opts.backend.name(),
+        topology: opts.topology.name(),
+        lcores: counters
+            .iter()
+            .map(|(l, c)| (*l, plan.roles(*l), c.clone()))
+            .collect(),
+        ports: res
+            .ports
+            .iter()
+            .zip(&res.infos)
+            .map(|(p, i)| (p.id(), i.name.clone(), i.driver.clone()))
+            .collect(),
+        rx_lcores: plan.layout.rx.clone(),
+        class_names: class_names(opts),
+        started: Instant::now(),
+        mbufs_in_use: AtomicU64::new(0),
+        running: AtomicBool::new(true),
+    })
+}
+
+/// "default" then the `--class` names; empty without classes.
+fn class_names(opts: &Options) -> Vec<String> {
+    if opts.class.is_empty() {
+        return Vec::new();
+    }
+    std::iter::once("default".to_string())
+        .chain(opts.class.iter().map(|c| c.name.clone()))
+        .collect()
+}
+
+/// The figures read once forwarding has stopped, before the ports close.
+pub struct Final<'a> {
+    pub opts: &'a Options,
+    pub plan: &'a Plan,
+    pub machine: &'a Machine,
+    pub counters: &'a [(Lcore, Arc<LcoreCounters>)],
+    pub totals: Totals,
+    pub ports: Vec<PortReport>,
+    /// How classes are steered on each port.
+    pub steering: Vec<String>,
+}
+
+impl<'a> Final<'a> {
+    /// Folds the counters once and reads each port's PMD counters (the
+    /// ports are still open).
+    pub fn collect(
+        opts: &'a Options,
+        plan: &'a Plan,
+        machine: &'a Machine,
+        res: &Resources,
+        counters: &'a [(Lcore, Arc<LcoreCounters>)],
+    ) -> Final<'a> {
+        let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
+        let ports = port_reports(plan, res, counters, &totals);
+        Final {
+            opts,
+            plan,
+            machine,
+            counters,
+            totals,
+            ports,
+            steering: res.port_setup.iter().map(|s| s.steering.clone()).collect(),
+        }
+    }
+
+    /// The report, given what is still in use after the teardown and the
+    /// TX lcores' latency histograms.
+    pub fn report(self, mbufs_in_use: u64, histograms: Vec<Box<Histogram>>) -> Report {
+        let (opts, t) = (self.opts, &self.totals);
+        let duration_s = t.rx_duration_s(dpdk::tsc_hz().max(1) as f64);
+        let rate = |n: u64| {
+            if duration_s > 0.0 {
+                n as f64 / duration_s / 1e6
+            } else {
+                0.0
+            }
+        };
+        Report {
+            backend: opts.backend.name(),
+            topology: opts.topology.name(),
+            on_full: opts.on_full.name(),
+            burst: opts.burst,
+            depth: opts.depth,
+            duration_s,
+            rx_packets: t.rx,
+            tx_packets: t.tx,
+            rx_mpps: rate(t.rx),
+            tx_mpps: rate(t.tx),
+            drops: t.drops_map(),
+            drops_total: t.drops_total(),
+            classes: t.frame_classes_map(),
+            mbufs_in_use,
+            conservation_ok: t.conserved(),
+            latency_ns: opts.latency.then(|| latency_report(histograms)),
+            app_classes: self.class_reports(),
+            lcores: self
+                .counters
+                .iter()
+                .map(|(l, c)| {
+                    let socket = self.machine.lcore_socket(*l) as u32;
+                    stats::lcore_report(*l, socket, self.plan.roles(*l), c)
+                })
+                .collect(),
+            ports: self.ports,
+            signal: signal::last_signal(),
+        }
+    }
+
+    fn counters_of(&self, l: Lcore) -> Option<&LcoreCounters> {
+        self.counters
+            .iter()
+            .find(|(x, _)| *x == l)
+            .map(|(_, c)| &**c)
+    }
+
+    /// One report per class, "default" first; empty without classes.
+    fn class_reports(&self) -> Vec<ClassReport> {
+        let (opts, plan, t) = (self.opts, self.plan, &self.totals);
+        if opts.class.is_empty() {
+            return Vec::new();
+        }
+        let names = std::iter::once((
+            "default".to_string(),
+            "(unclassified)".to_string(),
+            plan.layout.worker.clone(),
+        ))
+        .chain(
+            opts.class
+                .iter()
+                .map(|c| (c.name.clone(), c.match_text.clone(), c.lcores.clone())),
+        );
+        names
+            .enumerate()
+            .map(|(k, (name, matcher, lcores))| ClassReport {
+                name,
+                matcher,
+                packets: t.class_rx[k],
+                dedicated_queue_packets: t.class_rx_dedicated[k],
+                drops: t.class_drops[k],
+                rx_lcores: self
+                    .counters
+                    .iter()
+                    .filter_map(|(l, c)| {
+                        let n = c.class_rx[k].load(Ordering::Relaxed);
+                        (n > 0).then_some((*l, n))
+                    })
+                    .collect(),
+                worker_lcores: lcores
+                    .iter()
+                    .map(|&l| (l, self.counters_of(l).map_or(0, |c| c.worker_total())))
+                    .collect(),
+                lcores,
+                steering: if k == 0 {
+                    Vec::new()
+                } else {
+                    self.steering.clone()
+                },
+            })
+            .collect()
+    }
+}
+
+/// Each port's counts (ours per RX queue and TX, and the PMD's).
+fn port_reports(
+    plan: &Plan,
+    res: &Resources,
+    counters: &[(Lcore, Arc<LcoreCounters>)],
+    totals: &Totals,
+) -> Vec<PortReport> {
+    res.ports
+        .iter()
+        .zip(&res.infos)
+        .enumerate()
+        .map(|(i, (port, info))| {
+            let hw = port.stats();
+            let rx_queues: Vec<u64> = plan
+                .layout
+                .rx
+                .iter()
+                .map(|&l| {
+                    counters
+                        .iter()
+                        .find(|(x, _)| *x == l)
+                        .map_or(0, |(_, c)| c.rx_port_packets[i].load(Ordering::Relaxed))
+                })
+                .collect();
+            PortReport {
+                port: i as u16,
+                name: info.name.clone(),
+                driver: info.driver.clone(),
+                socket: info.socket,
+                mac: mac_string(&res.macs[i]),
+                peer_port: plan.out_port[i],
+                rx_packets: rx_queues.iter().sum(),
+                tx_packets: totals.tx_port[i],
+                rx_queues,
+                hw_ipackets: hw.ipackets,
+                hw_opackets: hw.opackets,
+                hw_imissed: hw.imissed,
+                hw_rx_nombuf: hw.rx_nombuf,
+                hw_ierrors: hw.ierrors,
+                hw_oerrors: hw.oerrors,
+            }
+        })
+        .collect()
+}
+
+/// Percentiles over every TX lcore's samples, in nanoseconds.
+fn latency_report(histograms: Vec<Box<Histogram>>) -> LatencyReport {
+    let mut all = Histogram::boxed();
+    for h in histograms {
+        all.merge(&h);
+    }
+    let ns = |c: u64| cycles_to_ns(c as f64, dpdk::tsc_hz());
+    LatencyReport {
+        p50: ns(all.percentile(50.0)),
+        p90: ns(all.percentile(90.0)),
+        p99: ns(all.percentile(99.0)),
+        p999: ns(all.percentile(99.9)),
+        max: ns(all.max()),
+        samples: all.count(),
+    }
+}

@@ -1,0 +1,54 @@
+//! One run: plan, set up, forward, report.
+//!
+//! Promises (checked at the end and reported): every mbuf received is
+//! transmitted or freed exactly once and counted under a drop reason
+//! (`rx = tx + Σ drops`), and after the ports are closed no mbuf is in use.
+//! EAL itself is initialised and cleaned up by the caller.
+
+use crate::config::cli::Options;
+use crate::config::Plan;
+use crate::dpdk::Eal;
+use crate::error::RunError;
+use crate::forward::Forwarding;
+use crate::report::{self, stats::Report, telemetry, Final};
+use crate::setup::{self, Resources};
+
+/// Sets up everything, forwards until quit, shuts down, and reports.
+pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
+    let (machine, ports, infos) = setup::machine(eal)?;
+    let plan = Plan::new(opts, &machine).map_err(RunError::Usage)?;
+    for (line, warn) in plan.numa_lines(&machine) {
+        if warn {
+            log::warn!("{line}");
+        } else {
+            log::info!("{line}");
+        }
+    }
+
+    let (res, links) = Resources::bring_up(opts, &plan, &machine, ports, infos)?;
+    let forwarding = Forwarding::new(opts, &plan, &res, links)?;
+    let counters = forwarding.counters.clone();
+    if !plan.idle.is_empty() {
+        log::warn!("EAL lcores {:?} have no role and stay idle", plan.idle);
+    }
+    log::info!(
+        "forwarding: backend {} topology {} burst {} depth {} on-full {}; rx lcores {:?}, worker lcores {:?}, tx lcores {:?}",
+        opts.backend.name(),
+        opts.topology.name(),
+        opts.burst,
+        opts.depth,
+        opts.on_full.name(),
+        plan.rx_stages,
+        plan.workers,
+        plan.layout.tx
+    );
+    let live = report::live(opts, &plan, &res, &counters);
+    if let Err(e) = telemetry::register_all(&live) {
+        log::warn!("telemetry commands not registered: {e}");
+    }
+    let finished = forwarding.run(eal, opts, &res, &live)?;
+
+    let figures = Final::collect(opts, &plan, &machine, &res, &counters);
+    let mbufs_in_use = res.teardown(finished.leftover);
+    Ok(figures.report(mbufs_in_use, finished.histograms))
+}

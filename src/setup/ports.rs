@@ -1,0 +1,327 @@
+//! Ports: configure each with its queues, MTU and offloads, start it (a
+//! memif client waits for its server), steer classes to dedicated queues
+//! with rte_flow where the PMD accepts the rules, and wait for the links.
+//! A port that was configured is stopped and closed again on any early
+//! error ([`OpenPorts`]), before the pools it uses are freed.
+
+use super::frames::{self, FramePlan};
+use super::mac_string;
+use crate::config::class::ClassSpec;
+use crate::config::cli::Options;
+use crate::config::Plan;
+use crate::dpdk::flow::{FlowRule, InstalledFlow};
+use crate::dpdk::{self, signal, DpdkError, Mempool, Port, PortInfo};
+use crate::error::RunError;
+use std::time::{Duration, Instant};
+
+/// What one port is brought up from.
+pub struct PortPlan<'a> {
+    pub index: usize,
+    pub port: Port,
+    pub info: &'a PortInfo,
+    /// Every port's frame plan (chains received anywhere leave everywhere).
+    pub frames: &'a [FramePlan],
+    pub socket: i32,
+    /// One pool for the whole run (MBUF_FAST_FREE is allowed).
+    pub single_pool: bool,
+}
+
+/// What a port was brought up with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortSetup {
+    /// RX descriptors per queue after the PMD's adjustment.
+    pub rx_desc: u16,
+    /// Classes have dedicated RX queues here (rte_flow accepted).
+    pub class_queues: bool,
+    /// How classes are steered on this port, for the report.
+    pub steering: String,
+}
+
+/// A port that is up, and its rules.
+pub struct PortUp {
+    pub setup: PortSetup,
+    pub flows: Vec<InstalledFlow>,
+    pub mac: [u8; 6],
+}
+
+/// Brings one port up as the plan says; it joins `open` before it is
+/// configured.
+pub fn bring_up_port(
+    p: PortPlan,
+    opts: &Options,
+    plan: &Plan,
+    pool: &Mempool,
+    open: &mut OpenPorts,
+) -> Result<PortUp, RunError> {
+    let (i, port, info) = (p.index, p.port, p.info);
+    let classes = &opts.class;
+    let n_rx = plan.layout.rx.len();
+    let n_tx = plan.layout.tx.len();
+    let rss_hf = if n_rx > 1 {
+        let hf = dpdk::port::rss_hf_wanted() & info.flow_type_rss_offloads;
+        if hf == 0 {
+            log::warn!(
+                "port {i} ({}) offers no RSS: its {n_rx} RX queues get whatever the device spreads",
+                info.driver
+            );
+        }
+        hf
+    } else {
+        0
+    };
+    open.0.push(port);
+    // With classes, try one extra RX queue per class and steer each class
+    // to its queue with rte_flow; a PMD that refuses gets the port brought
+    // up again without them (software classification).
+    let n_class_q = if !classes.is_empty() && (info.max_rx_queues as usize) >= n_rx + classes.len()
+    {
+        classes.len()
+    } else {
+        0
+    };
+    let mut steering = String::new();
+    if !classes.is_empty() && n_class_q == 0 {
+        steering = format!(
+            "port {i}: software (device allows {} RX queues, needs {})",
+            info.max_rx_queues,
+            n_rx + classes.len()
+        );
+    }
+    // MBUF_FAST_FREE: every mbuf tqfwd sends comes from one pool and has
+    // refcnt 1; allowed only when there is one pool, and when offered.
+    let fast_free = if p.single_pool {
+        info.tx_offload_capa & dpdk::port::tx_offload_fast_free()
+    } else {
+        0
+    };
+    // Chains received on any port leave by every port.
+    let multi_segs = frames::tx_offloads(p.frames.iter().any(|f| f.chained), info);
+    let frame = &p.frames[i];
+    let configure = |n_rxq: usize| {
+        configure_and_start(
+            port,
+            info,
+            (n_rxq, n_tx),
+            rss_hf,
+            frame,
+            fast_free | multi_segs,
+            opts,
+            p.socket,
+            pool,
+        )
+    };
+    let (mut r, mut t) = configure(n_rx + n_class_q)?;
+    let mut flows = Vec::new();
+    let mut class_queues = false;
+    if n_class_q > 0 {
+        match install_class_rules(port.id(), classes, n_rx) {
+            Ok(f) => {
+                steering = format!(
+                    "port {i}: rte_flow to queues {}..{}",
+                    n_rx,
+                    n_rx + n_class_q - 1
+                );
+                class_queues = true;
+                flows = f;
+            }
+            Err(e) => {
+                log::info!("port {i} ({}): rte_flow rules refused ({e}); classes use software classification on this port", info.driver);
+                steering = format!("port {i}: software (rte_flow refused: {})", e.text);
+                port.stop()?;
+                (r, t) = configure(n_rx)?;
+            }
+        }
+    }
+    let mac = port.mac()?;
+    if let Err(e) = port.enable_promiscuous() {
+        log::warn!("port {i}: promiscuous mode not enabled ({e})");
+    }
+    log::info!(
+        "port {i}: {} ({}), socket {}, mac {}, {} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}, MBUF_FAST_FREE {}, max frame {} in {}{}",
+        info.name,
+        info.driver,
+        p.socket,
+        mac_string(&mac),
+        n_rx + if class_queues { classes.len() } else { 0 },
+        if rss_hf != 0 { "on" } else { "off" },
+        if fast_free != 0 { "on" } else { "off" },
+        frame.max_frame,
+        frame.describe(),
+        if multi_segs != 0 { ", TX MULTI_SEGS on" } else { "" }
+    );
+    Ok(PortUp {
+        setup: PortSetup {
+            rx_desc: r,
+            class_queues,
+            steering,
+        },
+        flows,
+        mac,
+    })
+}
+
+/// Configures `port` with (RX, TX) queue counts `queues` (MTU and RX
+/// scatter as `frame` says), sets them up and starts it; returns the
+/// adjusted (RX, TX) descriptor counts.
+#[allow(clippy::too_many_arguments)]
+fn configure_and_start(
+    port: Port,
+    info: &PortInfo,
+    queues: (usize, usize),
+    rss_hf: u64,
+    frame: &FramePlan,
+    tx_offloads: u64,
+    opts: &Options,
+    socket: i32,
+    pool: &Mempool,
+) -> Result<(u16, u16), RunError> {
+    let (n_rxq, n_tx) = queues;
+    port.configure(
+        n_rxq as u16,
+        n_tx as u16,
+        rss_hf,
+        frame.mtu,
+        frame.rx_offloads,
+        tx_offloads,
+    )?;
+    let (mut r, mut t) = (opts.rx_desc, opts.tx_desc);
+    port.adjust_descriptors(&mut r, &mut t)?;
+    for q in 0..n_rxq {
+        port.setup_rx_queue(q as u16, r, socket, pool)?;
+    }
+    for q in 0..n_tx {
+        port.setup_tx_queue(q as u16, t, socket)?;
+    }
+    start_port(port, info, opts)?;
+    Ok((r, t))
+}
+
+/// Starts `port`. A memif client cannot start while its server is absent
+/// (its start fails connecting to the socket): the start is retried every
+/// 100 ms until `--link-timeout` passes or a stop is requested, then one
+/// line (exit 2) names the device and its socket.
+fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), RunError> {
+    let device = opts.devices.iter().find(|d| d.name == info.name);
+    let memif_client =
+        info.driver == "net_memif" && device.and_then(|d| d.devarg("role")) != Some("server");
+    let socket = device
+        .and_then(|d| d.devarg("socket"))
+        .unwrap_or("/run/memif.sock");
+    let deadline = Instant::now() + Duration::from_secs_f64(opts.link_timeout);
+    let mut waiting = false;
+    loop {
+        let e = match port.start() {
+            Ok(()) => return Ok(()),
+            Err(e) if !memif_client => return Err(e.into()),
+            Err(e) => e,
+        };
+        if signal::quit_requested() {
+            return Err(RunError::Usage(format!(
+                "{}: stopped while waiting for the memif server on socket {socket}: start the server first",
+                info.name
+            )));
+        }
+        if Instant::now() >= deadline {
+            return Err(RunError::Usage(format!(
+                "{}: no memif server on socket {socket} within --link-timeout {} s ({}): start the server first or raise --link-timeout",
+                info.name, opts.link_timeout, e.text
+            )));
+        }
+        if !waiting {
+            waiting = true;
+            log::info!(
+                "port {} ({}): waiting up to {} s for the memif server on {socket}",
+                info.port,
+                info.name,
+                opts.link_timeout
+            );
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Validates and creates one rule per class on `port`, steering class k to
+/// RX queue `first_queue + k`; all or none (created ones are destroyed on
+/// a failure).
+fn install_class_rules(
+    port: u16,
+    classes: &[ClassSpec],
+    first_queue: usize,
+) -> Result<Vec<InstalledFlow>, DpdkError> {
+    let rules: Vec<FlowRule> = classes
+        .iter()
+        .enumerate()
+        .map(|(k, c)| FlowRule::build(&c.matcher, (first_queue + k) as u16))
+        .collect();
+    for r in &rules {
+        r.validate(port)?;
+    }
+    let mut flows = Vec::new();
+    for r in rules {
+        match r.create(port) {
+            Ok(f) => flows.push(f),
+            Err(e) => {
+                for f in flows {
+                    let _ = f.destroy();
+                }
+                return Err(e);
+            }
+        }
+    }
+    Ok(flows)
+}
+
+/// Ports configured so far; stopped and closed on drop so that an early
+/// error never frees a pool a port still uses.
+#[derive(Default)]
+pub struct OpenPorts(Vec<Port>);
+
+impl OpenPorts {
+    pub fn close_all(&mut self) {
+        for port in self.0.drain(..) {
+            if let Err(e) = port.stop() {
+                log::warn!("{e}");
+            }
+            if let Err(e) = port.close() {
+                log::warn!("{e}");
+            }
+        }
+    }
+}
+
+impl Drop for OpenPorts {
+    fn drop(&mut self) {
+        self.close_all();
+    }
+}
+
+/// Waits up to `timeout_s` for every link to come up (one line per port),
+/// then forwards anyway with a warning.
+pub fn wait_for_links(ports: &[Port], timeout_s: f64) {
+    let deadline = Instant::now() + Duration::from_secs_f64(timeout_s);
+    loop {
+        let down: Vec<u16> = ports
+            .iter()
+            .filter(|p| !p.link().map(|l| l.up).unwrap_or(false))
+            .map(|p| p.id())
+            .collect();
+        if down.is_empty() {
+            for p in ports {
+                if let Some(l) = p.link() {
+                    log::info!(
+                        "port {}: link up, {} Mbps{}",
+                        p.id(),
+                        l.speed_mbps,
+                        if l.full_duplex { " full-duplex" } else { "" }
+                    );
+                }
+            }
+            return;
+        }
+        if Instant::now() >= deadline || signal::quit_requested() {
+            log::warn!("links still down after {timeout_s} s on ports {down:?}: forwarding anyway");
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
