@@ -21,9 +21,7 @@ fn usage_error(msg: &str) -> ExitCode {
 }
 
 fn main() -> ExitCode {
-    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
-        .format_timestamp(None)
-        .init();
+    tqfwd::report::logging::init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
     let mut opts = match cli::parse_options(&split.app) {

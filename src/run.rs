@@ -9,7 +9,7 @@ use crate::config::cli::Options;
 use crate::config::Plan;
 use crate::dpdk::Eal;
 use crate::error::RunError;
-use crate::forward::Forwarding;
+use crate::forward::{self, Forwarding};
 use crate::report::{self, stats::Report, telemetry, Final};
 use crate::setup::{self, Resources};
 
@@ -43,7 +43,9 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
         plan.layout.tx
     );
     let live = report::live(opts, &plan, &res, &counters);
-    if let Err(e) = telemetry::register_all(&live) {
+    if let Err(e) = telemetry::register_all(&live)
+        .and_then(|()| forward::control::register_all(forwarding.port_control()))
+    {
         log::warn!("telemetry commands not registered: {e}");
     }
     let finished = forwarding.run(eal, opts, &res, &live)?;

@@ -16,6 +16,13 @@
 //!   when it is back; a memif *client* is reconnected by stopping and
 //!   starting its port until the link comes up (the PMD never reconnects by
 //!   itself). tqfwd's counters live in the stages and are untouched.
+//! - [`PortControl`] carries the operator's `port_stop` / `port_start`
+//!   (telemetry commands) to the monitor, the one thread that stops and
+//!   starts ports: a stopped port is closed first (no lcore is in its
+//!   bursts), then `rte_eth_dev_stop` returns its descriptors' mbufs to
+//!   the pool; the monitor leaves it alone until `port_start` starts it and
+//!   opens it again. Packets routed to a stopped port are refused at TX
+//!   like a full ring and counted (`tx_full`), so conservation holds.
 //!
 //! ## memif: why a peer that goes away cannot crash tqfwd
 //! DPDK 22.11's memif PMD maps and unmaps the regions its RX/TX bursts read
@@ -158,6 +165,8 @@ const _: () = assert!(MAX_PORTS <= 64);
 struct GateState {
     /// Ports closed by the lifecycle (link down, stopped).
     closed: u64,
+    /// Ports stopped by the operator (`port_stop`).
+    admin: u64,
     /// The interrupt thread is parked (memif bursts allowed).
     memif_open: bool,
 }
@@ -186,6 +195,7 @@ impl PortGates {
             memif,
             state: Mutex::new(GateState {
                 closed: 0,
+                admin: 0,
                 memif_open: false,
             }),
             quiescence: Quiescence::new(slots),
@@ -211,7 +221,7 @@ impl PortGates {
         f(&mut st);
         let memif_blocked = if st.memif_open { 0 } else { self.memif };
         self.blocked
-            .store(st.closed | memif_blocked, Ordering::SeqCst);
+            .store(st.closed | st.admin | memif_blocked, Ordering::SeqCst);
     }
 
     fn closed(&self) -> u64 {
@@ -242,8 +252,25 @@ impl PortGates {
         }
     }
 
+    /// The operator stops (`true`) or lets the lcores poll `port`; after
+    /// a stop returns, no lcore is in its bursts.
+    fn set_admin(&self, port: u16, stopped: bool) {
+        let bit = 1u64 << (port as usize % MAX_PORTS);
+        self.update(|st| {
+            if stopped {
+                st.admin |= bit
+            } else {
+                st.admin &= !bit
+            }
+        });
+        if stopped {
+            self.quiescence.synchronize();
+        }
+    }
+
     fn any_memif_polled(&self) -> bool {
-        self.memif & !self.closed() != 0
+        let st = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        self.memif & !(st.closed | st.admin) != 0
     }
 
     pub fn has_memif(&self) -> bool {
@@ -318,6 +345,59 @@ struct Watch {
     /// When the next stop/start of a down memif client is due.
     reconnect_at: Option<Instant>,
     reconnect_logged: bool,
+    /// Stopped by the operator: left alone until `port_start`.
+    admin_down: bool,
+}
+
+/// What the operator asks of a port.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AdminOp {
+    Stop,
+    Start,
+}
+
+type Reply = std::sync::mpsc::Sender<Result<String, String>>;
+
+/// Operator requests (telemetry's `port_stop` / `port_start`) on their way
+/// to the monitor thread, which alone stops and starts ports.
+#[derive(Default)]
+pub struct PortControl {
+    pending: Mutex<Vec<(u16, AdminOp, Reply)>>,
+    /// The monitor has ended (forwarding is over): requests are refused.
+    ended: AtomicBool,
+}
+
+impl PortControl {
+    /// Asks the monitor to stop or start `port`; waits up to `timeout` for
+    /// its answer (what it did, or why not).
+    pub fn request(&self, port: u16, op: AdminOp, timeout: Duration) -> Result<String, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        {
+            let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            if self.ended.load(Ordering::Acquire) {
+                return Err("forwarding has ended".into());
+            }
+            pending.push((port, op, tx));
+        }
+        rx.recv_timeout(timeout)
+            .unwrap_or_else(|_| Err("the port monitor did not answer (tqfwd is stopping)".into()))
+    }
+
+    /// Refuses what is pending and what comes later (the monitor ended).
+    fn end(&self) {
+        let pending = {
+            let mut p = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+            self.ended.store(true, Ordering::Release);
+            std::mem::take(&mut *p)
+        };
+        for (_, _, reply) in pending {
+            let _ = reply.send(Err("forwarding has ended".into()));
+        }
+    }
+
+    fn take(&self) -> Vec<(u16, AdminOp, Reply)> {
+        std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()))
+    }
 }
 
 /// Watches link state off the datapath (module doc). Call
@@ -326,6 +406,7 @@ pub struct PortMonitor {
     gates: Arc<PortGates>,
     park: Option<MemifPark>,
     watches: Vec<Watch>,
+    control: Arc<PortControl>,
 }
 
 impl PortMonitor {
@@ -348,19 +429,75 @@ impl PortMonitor {
                 seen_up: port.link().map(|l| l.up).unwrap_or(false),
                 reconnect_at: None,
                 reconnect_logged: false,
+                admin_down: false,
             })
             .collect();
         Ok(PortMonitor {
             gates,
             park,
             watches,
+            control: Arc::new(PortControl::default()),
         })
+    }
+
+    /// Where operator requests for this monitor go.
+    pub fn control(&self) -> Arc<PortControl> {
+        self.control.clone()
+    }
+
+    /// Carries out one operator request.
+    fn admin(&mut self, port: u16, op: AdminOp) -> Result<String, String> {
+        let Some(w) = self.watches.iter_mut().find(|w| w.port.id() == port) else {
+            return Err(format!(
+                "no port {port}: ports are 0-{}",
+                self.watches.len().saturating_sub(1)
+            ));
+        };
+        match (op, w.admin_down) {
+            (AdminOp::Stop, true) => Ok(format!("port {port} is already stopped")),
+            (AdminOp::Start, false) => Ok(format!("port {port} is already started")),
+            (AdminOp::Stop, false) => {
+                // Closed first: no lcore is in its bursts when it stops.
+                self.gates.set_admin(port, true);
+                w.admin_down = true;
+                w.reconnect_at = None;
+                if let Err(e) = w.port.stop() {
+                    log::warn!("port {port} ({}): {e}", w.name);
+                }
+                log::warn!("port {port} ({}): stopped by the operator (port_stop): not polled until port_start", w.name);
+                Ok(format!("port {port} stopped"))
+            }
+            (AdminOp::Start, true) => {
+                w.port
+                    .start()
+                    .map_err(|e| format!("port {port} ({}) did not start: {e}", w.name))?;
+                w.admin_down = false;
+                // Polled from now on; a link still coming up is followed
+                // by the monitor as usual.
+                w.seen_up = false;
+                self.gates.set_admin(port, false);
+                if let Some(p) = &self.park {
+                    p.wake();
+                }
+                log::info!(
+                    "port {port} ({}): started by the operator (port_start): polled again",
+                    w.name
+                );
+                Ok(format!("port {port} started"))
+            }
+        }
     }
 
     /// One look at every port's link.
     pub fn poll(&mut self) {
+        for (port, op, reply) in self.control.take() {
+            let _ = reply.send(self.admin(port, op));
+        }
         let now = Instant::now();
         for w in &mut self.watches {
+            if w.admin_down {
+                continue;
+            }
             let id = w.port.id();
             let link = w.port.link();
             let up = link.map(|l| l.up).unwrap_or(false);
@@ -420,6 +557,12 @@ impl PortMonitor {
                 }
             }
         }
+    }
+}
+
+impl Drop for PortMonitor {
+    fn drop(&mut self) {
+        self.control.end();
     }
 }
 

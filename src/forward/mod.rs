@@ -11,6 +11,7 @@
 //! lcore returns every mbuf received is accounted for.
 
 pub mod clock;
+pub mod control;
 pub mod lifecycle;
 pub mod rate;
 pub mod stages;
@@ -109,6 +110,11 @@ impl Forwarding {
                 n_workers: plan.workers.len(),
             },
         })
+    }
+
+    /// Where operator port requests go (`forward::control`).
+    pub fn port_control(&self) -> Arc<lifecycle::PortControl> {
+        self.monitor.control()
     }
 
     /// Runs every lcore until a quit is requested and all have drained,

@@ -6,6 +6,7 @@
 
 pub mod latency;
 pub mod live;
+pub mod logging;
 pub mod output;
 pub mod stats;
 pub mod telemetry;
@@ -45,6 +46,7 @@ pub fn live(
         started: Instant::now(),
         mbufs_in_use: AtomicU64::new(0),
         running: AtomicBool::new(true),
+        baseline: std::sync::Mutex::new(telemetry::Baseline::start(counters.len())),
     })
 }
 

@@ -245,6 +245,17 @@ pub struct LcoreLoad {
 }
 
 impl LcoreLoad {
+    /// What happened since `base` (an earlier reading of the same lcore).
+    pub fn since(&self, base: &LcoreLoad) -> LcoreLoad {
+        LcoreLoad {
+            handled: self.handled.saturating_sub(base.handled),
+            busy_polls: self.busy_polls.saturating_sub(base.busy_polls),
+            busy_cycles: self.busy_cycles.saturating_sub(base.busy_cycles),
+            idle_polls: self.idle_polls.saturating_sub(base.idle_polls),
+            idle_cycles: self.idle_cycles.saturating_sub(base.idle_cycles),
+        }
+    }
+
     /// TSC cycles of polls that moved packets, per packet handled (all
     /// roles); 0.0 when the lcore handled nothing.
     pub fn busy_cycles_per_packet(&self) -> f64 {

@@ -6,12 +6,19 @@
 //!
 //! The handlers run on DPDK's telemetry thread and only read atomics
 //! (relaxed snapshots: a figure may be a few bursts old).
+//!
+//! Control: `/tqfwd/clear` sets a new baseline (like OVS's
+//! `pmd-stats-clear`): `/tqfwd/stats`' rates (`rx_pps`, `tx_pps`) and
+//! `/tqfwd/lcores`' polls and cycles count from it; packet totals, the
+//! stats lines, the summary, the JSON and the end checks do not.
+//! `/tqfwd/log_level,LEVEL` sets tqfwd's log level (`RUST_LOG`'s, not
+//! DPDK's). The port commands are in `forward::control`.
 
 use crate::dpdk::telemetry::{register, TelValue};
 use crate::dpdk::{DpdkError, Lcore, Port};
-use crate::report::stats::{DropReason, LcoreCounters, Roles, Totals};
+use crate::report::stats::{DropReason, LcoreCounters, LcoreLoad, Roles, Totals};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// What the telemetry handlers can see of a run.
@@ -29,6 +36,30 @@ pub struct Live {
     /// Updated by the stats thread from the mempools.
     pub mbufs_in_use: AtomicU64,
     pub running: AtomicBool,
+    /// Where `/tqfwd/clear` last set the rates and cycles to zero.
+    pub baseline: Mutex<Baseline>,
+}
+
+/// What the live rates and per-lcore cycles count from (`/tqfwd/clear`).
+#[derive(Debug, Clone)]
+pub struct Baseline {
+    pub at: Instant,
+    pub rx: u64,
+    pub tx: u64,
+    /// Per lcore, in `Live::lcores` order.
+    pub loads: Vec<LcoreLoad>,
+}
+
+impl Baseline {
+    /// Zero: counting from the start of the run.
+    pub fn start(lcores: usize) -> Baseline {
+        Baseline {
+            at: Instant::now(),
+            rx: 0,
+            tx: 0,
+            loads: vec![LcoreLoad::default(); lcores],
+        }
+    }
 }
 
 fn u(v: u64) -> TelValue {
@@ -44,8 +75,39 @@ impl Live {
         Totals::collect(self.lcores.iter().map(|(_, _, c)| &**c))
     }
 
-    pub fn stats(&self) -> Vec<(String, TelValue)> {
+    fn baseline(&self) -> Baseline {
+        self.baseline
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// `/tqfwd/clear`: rates and per-lcore polls and cycles count from now.
+    pub fn clear(&self) -> Vec<(String, TelValue)> {
         let t = self.totals();
+        let b = Baseline {
+            at: Instant::now(),
+            rx: t.rx,
+            tx: t.tx,
+            loads: self.lcores.iter().map(|(_, _, c)| c.load()).collect(),
+        };
+        *self.baseline.lock().unwrap_or_else(|e| e.into_inner()) = b;
+        log::info!("telemetry /tqfwd/clear: rates and per-lcore cycles count from now");
+        vec![("cleared".into(), u(1))]
+    }
+
+    pub fn stats(&self) -> Vec<(String, TelValue)> {
+        let b = self.baseline();
+        let t = self.totals();
+        let since = b.at.elapsed();
+        let per_s = |n: u64| {
+            let s = since.as_secs_f64();
+            if s > 0.0 {
+                (n as f64 / s) as u64
+            } else {
+                0
+            }
+        };
         let drops = DropReason::ALL
             .iter()
             .map(|r| (r.name().to_string(), u(t.drops[r.index()])))
@@ -67,6 +129,9 @@ impl Live {
             ),
             ("rx_packets".into(), u(t.rx)),
             ("tx_packets".into(), u(t.tx)),
+            ("since_clear_ms".into(), u(since.as_millis() as u64)),
+            ("rx_pps".into(), u(per_s(t.rx.saturating_sub(b.rx)))),
+            ("tx_pps".into(), u(per_s(t.tx.saturating_sub(b.tx)))),
             ("drops_total".into(), u(t.drops_total())),
             ("in_flight".into(), u(t.in_flight())),
             (
@@ -78,10 +143,14 @@ impl Live {
     }
 
     pub fn lcores(&self) -> Vec<(String, TelValue)> {
+        let b = self.baseline();
         self.lcores
             .iter()
-            .map(|(l, roles, c)| {
-                let load = c.load();
+            .enumerate()
+            .map(|(i, (l, roles, c))| {
+                let load = c
+                    .load()
+                    .since(b.loads.get(i).unwrap_or(&LcoreLoad::default()));
                 (
                     format!("lcore{l}"),
                     TelValue::Dict(vec![
@@ -89,6 +158,11 @@ impl Live {
                         ("rx_packets".into(), u(c.rx_total())),
                         ("worker_packets".into(), u(c.worker_total())),
                         ("tx_packets".into(), u(c.tx_total())),
+                        (
+                            "since_clear_ms".into(),
+                            u(b.at.elapsed().as_millis() as u64),
+                        ),
+                        ("handled_packets".into(), u(load.handled)),
                         ("busy_polls".into(), u(load.busy_polls)),
                         ("idle_polls".into(), u(load.idle_polls)),
                         ("busy_cycles".into(), u(load.busy_cycles)),
@@ -188,5 +262,19 @@ pub fn register_all(live: &Arc<Live>) -> Result<(), DpdkError> {
         let live = live.clone();
         register(cmd, help, move |_params| view(&live))?;
     }
+    let l = live.clone();
+    register(
+        "/tqfwd/clear",
+        "tqfwd: new baseline for /tqfwd/stats rates and /tqfwd/lcores polls and cycles (totals unaffected)",
+        move |_| l.clear(),
+    )?;
+    register(
+        "/tqfwd/log_level",
+        "tqfwd: set the log level, param: off|error|warn|info|debug|trace",
+        |param| match super::logging::set_level(param) {
+            Ok(level) => vec![("log_level".into(), s(level))],
+            Err(e) => vec![("error".into(), s(&e))],
+        },
+    )?;
     Ok(())
 }
