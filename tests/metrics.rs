@@ -239,7 +239,17 @@ fn metrics_are_scraped_live_and_grow() {
         }
     };
     std::thread::sleep(Duration::from_millis(700));
+    // A client that connects and says nothing holds the server up to its
+    // 1 s timeout, not more.
+    let silent = TcpStream::connect(addr).expect("connect");
+    let asked = Instant::now();
     let second = scrape(addr).unwrap_or_else(|e| panic!("second scrape: {e}\n{}", p.text()));
+    assert!(
+        asked.elapsed() < Duration::from_secs(3),
+        "a silent client held the scrape {:?}",
+        asked.elapsed()
+    );
+    drop(silent);
 
     for (metric, labels) in GROWING {
         let (a, b) = (must(&first, metric, labels), must(&second, metric, labels));
