@@ -13,6 +13,7 @@ use std::process::ExitCode;
 use tqfwd::config::cli::{self, split_args};
 use tqfwd::dpdk::{self, Eal};
 use tqfwd::error::RunError;
+use tqfwd::report::metrics::MetricsListener;
 use tqfwd::report::output::{OutputFile, WRITE_STALL_LIMIT};
 
 fn usage_error(msg: &str) -> ExitCode {
@@ -44,6 +45,12 @@ fn main() -> ExitCode {
         Some(Ok(f)) => Some(f),
         Some(Err(line)) => return usage_error(&line),
     };
+    // So is the metrics socket: an address in use fails here.
+    let metrics = match opts.metrics.map(MetricsListener::bind) {
+        None => None,
+        Some(Ok(m)) => Some(m),
+        Some(Err(line)) => return usage_error(&line),
+    };
 
     // Before EAL init, so a stop signal that arrives while EAL starts is
     // not fatal: the run then starts, stops at once and reports.
@@ -67,7 +74,7 @@ fn main() -> ExitCode {
         dpdk::tsc_hz()
     );
 
-    let result = tqfwd::run::run(&eal, &opts);
+    let result = tqfwd::run::run(&eal, &opts, metrics);
     if let Err(e) = eal.cleanup() {
         log::warn!("{e}");
     }

@@ -10,11 +10,17 @@ use crate::config::Plan;
 use crate::dpdk::Eal;
 use crate::error::RunError;
 use crate::forward::{self, Forwarding};
+use crate::report::metrics::MetricsListener;
 use crate::report::{self, stats::Report, telemetry, Final};
 use crate::setup::{self, Resources};
 
-/// Sets up everything, forwards until quit, shuts down, and reports.
-pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
+/// Sets up everything, forwards until quit, shuts down, and reports;
+/// serves `metrics` (`--metrics`, bound before EAL) while forwarding.
+pub fn run(
+    eal: &Eal,
+    opts: &Options,
+    metrics: Option<MetricsListener>,
+) -> Result<Report, RunError> {
     let (machine, ports, infos) = setup::machine(eal)?;
     let plan = Plan::new(opts, &machine).map_err(RunError::Usage)?;
     for (line, warn) in plan.numa_lines(&machine) {
@@ -48,7 +54,19 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     {
         log::warn!("telemetry commands not registered: {e}");
     }
-    let finished = forwarding.run(eal, opts, &res, &live)?;
+    let server = match metrics.map(|m| m.serve(live.clone())) {
+        Some(Err(e)) => {
+            return Err(RunError::Runtime(format!(
+                "--metrics: no server thread: {e}"
+            )))
+        }
+        Some(Ok(s)) => Some(s),
+        None => None,
+    };
+    let finished = forwarding.run(eal, opts, &res, &live);
+    // Scrapes end before the ports are closed (they read PMD counters).
+    drop(server);
+    let finished = finished?;
 
     let figures = Final::collect(opts, &plan, &machine, &res, &counters);
     let mbufs_in_use = res.teardown(finished.leftover);

@@ -10,6 +10,7 @@ use crate::config::corelist::parse_corelist;
 use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
 use clap::{Parser, ValueEnum};
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
 /// Hand-off queue implementation.
@@ -144,6 +145,10 @@ pub struct Options {
     /// Write the final statistics as JSON to PATH
     #[arg(long, value_name = "PATH")]
     pub stats_json: Option<PathBuf>,
+
+    /// Serve Prometheus metrics at http://ADDR:PORT/metrics while forwarding (e.g. 127.0.0.1:9470; bound before EAL starts)
+    #[arg(long, value_name = "ADDR:PORT", value_parser = parse_metrics_addr)]
+    pub metrics: Option<SocketAddr>,
 
     /// Busy-loop this many TSC cycles per packet in the worker (simulated per-packet work; skipped once a stop is requested)
     #[arg(
@@ -398,6 +403,12 @@ fn parse_seconds(s: &str) -> Result<f64, String> {
         return Err(format!("{s} must be a positive number of seconds"));
     }
     Ok(v)
+}
+
+fn parse_metrics_addr(s: &str) -> Result<SocketAddr, String> {
+    s.parse().map_err(|_| {
+        format!("'{s}' is not ADDR:PORT: give an IP address and a port, e.g. 127.0.0.1:9470 or [::1]:9470")
+    })
 }
 
 fn parse_seconds_or_zero(s: &str) -> Result<f64, String> {

@@ -137,6 +137,10 @@ impl Forwarding {
         let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
         let (pools, ports) = (&res.pools, &res.ports);
         let launch = std::thread::scope(|scope| {
+            // The ports are started and every lcore's stages are built: the
+            // lcores poll from the launch below. Sent before the stats
+            // thread exists, so it precedes that thread's STOPPING=1.
+            live.notify.ready();
             let reporter = std::thread::Builder::new()
                 .name("tqfwd-stats".into())
                 .spawn_scoped(scope, || {
@@ -182,6 +186,9 @@ impl Forwarding {
             launch
         });
         live.running.store(false, Ordering::Relaxed);
+        // Sent by the stats thread when it saw the quit; this covers a run
+        // without one.
+        live.notify.stopping();
         launch?;
         Ok(Finished {
             leftover: work,

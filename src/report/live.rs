@@ -1,7 +1,8 @@
 //! What a run shows while it forwards: a stats line every
 //! `--stats-interval` seconds (rates from the one counter fold, port error
 //! counters when non-zero), the totals on SIGUSR1, the live mbuf count for
-//! telemetry, and the quit request after `--duration`. Runs on its own
+//! telemetry, the systemd `STATUS=` (once a second) and `STOPPING=1`
+//! notifications, and the quit request after `--duration`. Runs on its own
 //! thread, never on a forwarding lcore.
 
 use super::stats::{self, Totals};
@@ -11,9 +12,14 @@ use crate::dpdk::{signal, Mempool, Port};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+/// Seconds between two systemd `STATUS=` notifications.
+pub const STATUS_PERIOD_S: f64 = 1.0;
+
 /// Prints a stats line every `interval` seconds (with port error counters
 /// when non-zero), logs the totals on SIGUSR1, keeps the live mbuf count for
-/// telemetry, and requests the quit after `duration`, until `finished`.
+/// telemetry, sends systemd STATUS= once a second and STOPPING=1 once the
+/// quit is requested, and requests the quit after `duration`, until
+/// `finished`.
 pub fn stats_thread(
     finished: &AtomicBool,
     live: &Live,
@@ -28,6 +34,8 @@ pub fn stats_thread(
     // Stats lines stop (one warning) when stdout fails: a closed pipe
     // (`tqfwd … | head -1`) or a full disk must not stop forwarding.
     let mut stdout_ok = true;
+    // systemd STATUS= once a second, rates over that second.
+    let (mut status_at, mut status_prev) = (0.0, Totals::default());
     while !finished.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(20));
         live.mbufs_in_use.store(
@@ -40,12 +48,20 @@ pub fn stats_thread(
                 signal::request_quit();
             }
         }
+        if signal::quit_requested() {
+            live.notify.stopping();
+        } else if live.notify.active() && t >= status_at + STATUS_PERIOD_S {
+            let now = live.totals();
+            live.notify
+                .status(&stats::status_line(&status_prev, &now, t - status_at));
+            (status_at, status_prev) = (t, now);
+        }
         if signal::take_totals_request() {
-            let now = Totals::collect(live.lcores.iter().map(|(_, _, c)| &**c));
+            let now = live.totals();
             log::info!("SIGUSR1: {}", stats::totals_line(t, &now));
         }
         if interval > 0.0 && t >= next_line {
-            let now = Totals::collect(live.lcores.iter().map(|(_, _, c)| &**c));
+            let now = live.totals();
             let mut line = stats::stats_line(t, &prev, &now, interval, &live.class_names);
             for p in ports {
                 let hw = p.stats();

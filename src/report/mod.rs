@@ -1,14 +1,17 @@
 //! Reporting: the per-lcore counters and the one fold over them
 //! (`stats`), the live views read while forwarding (the stats thread in
-//! `live`, DPDK telemetry in `telemetry`), latency histograms (`latency`),
+//! `live`, DPDK telemetry in `telemetry`, Prometheus in `metrics`, systemd
+//! notifications in `systemd`), latency histograms (`latency`),
 //! output files (`output`), and the final [`Report`] assembled once at the
 //! end ([`Final::report`]) for the summary and the JSON.
 
 pub mod latency;
 pub mod live;
 pub mod logging;
+pub mod metrics;
 pub mod output;
 pub mod stats;
+pub mod systemd;
 pub mod telemetry;
 
 use crate::config::cli::Options;
@@ -47,6 +50,7 @@ pub fn live(
         mbufs_in_use: AtomicU64::new(0),
         running: AtomicBool::new(true),
         baseline: std::sync::Mutex::new(telemetry::Baseline::start(counters.len())),
+        notify: systemd::Notify::from_env(),
     })
 }
 

@@ -299,6 +299,24 @@ pub fn totals_line(elapsed_s: f64, now: &Totals) -> String {
     format!("totals at {elapsed_s:.1} s: {}", counts(now, true))
 }
 
+/// The systemd `STATUS=` text: rates over the last `secs` seconds and the
+/// drops so far, e.g. `rx 12.345 Mpps tx 12.345 Mpps drops 0`.
+pub fn status_line(prev: &Totals, now: &Totals, secs: f64) -> String {
+    let mpps = |now: u64, prev: u64| {
+        if secs > 0.0 {
+            now.saturating_sub(prev) as f64 / secs / 1e6
+        } else {
+            0.0
+        }
+    };
+    format!(
+        "rx {:.3} Mpps tx {:.3} Mpps drops {}",
+        mpps(now.rx, prev.rx),
+        mpps(now.tx, prev.tx),
+        now.drops_total()
+    )
+}
+
 /// Shortest `--stats-interval` whose lines carry rates.
 pub const MIN_RATE_INTERVAL_S: f64 = 1e-3;
 
@@ -616,6 +634,29 @@ mod tests {
         assert!(
             line.contains("total rx 1000 tx 900 drops 0") && line.contains("| default drops 0"),
             "{line}"
+        );
+    }
+
+    #[test]
+    fn status_line_rates_and_drops() {
+        let prev = Totals {
+            rx: 1_000_000,
+            tx: 1_000_000,
+            ..Totals::default()
+        };
+        let mut now = Totals {
+            rx: 13_345_000,
+            tx: 13_344_000,
+            ..Totals::default()
+        };
+        now.drops[DropReason::TxFull.index()] = 7;
+        assert_eq!(
+            status_line(&prev, &now, 1.0),
+            "rx 12.345 Mpps tx 12.344 Mpps drops 7"
+        );
+        assert_eq!(
+            status_line(&prev, &now, 0.0),
+            "rx 0.000 Mpps tx 0.000 Mpps drops 7"
         );
     }
 }

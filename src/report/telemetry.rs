@@ -17,6 +17,7 @@
 use crate::dpdk::telemetry::{register, TelValue};
 use crate::dpdk::{DpdkError, Lcore, Port};
 use crate::report::stats::{DropReason, LcoreCounters, LcoreLoad, Roles, Totals};
+use crate::report::systemd::Notify;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
@@ -36,6 +37,8 @@ pub struct Live {
     /// Updated by the stats thread from the mempools.
     pub mbufs_in_use: AtomicU64,
     pub running: AtomicBool,
+    /// systemd notifications (inactive without `NOTIFY_SOCKET`).
+    pub notify: Notify,
     /// Where `/tqfwd/clear` last set the rates and cycles to zero.
     pub baseline: Mutex<Baseline>,
 }
@@ -71,7 +74,8 @@ fn s(v: &str) -> TelValue {
 }
 
 impl Live {
-    fn totals(&self) -> Totals {
+    /// The one fold over the lcores' counters, now.
+    pub fn totals(&self) -> Totals {
         Totals::collect(self.lcores.iter().map(|(_, _, c)| &**c))
     }
 
@@ -80,6 +84,24 @@ impl Live {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
+    }
+
+    /// Port `port`'s RX queues: (queue, the lcore polling it, packets
+    /// received from it).
+    pub fn rxq_packets(&self, port: u16) -> Vec<(usize, Lcore, u64)> {
+        self.rx_lcores
+            .iter()
+            .enumerate()
+            .map(|(q, l)| {
+                let n = self
+                    .lcores
+                    .iter()
+                    .find(|(x, _, _)| x == l)
+                    .map(|(_, _, c)| c.rx_port_packets[port as usize].load(Ordering::Relaxed))
+                    .unwrap_or(0);
+                (q, *l, n)
+            })
+            .collect()
     }
 
     /// `/tqfwd/clear`: rates and per-lcore polls and cycles count from now.
@@ -210,18 +232,9 @@ impl Live {
             .iter()
             .map(|(p, _, _)| {
                 let per_queue = self
-                    .rx_lcores
-                    .iter()
-                    .enumerate()
-                    .map(|(q, l)| {
-                        let n = self
-                            .lcores
-                            .iter()
-                            .find(|(x, _, _)| x == l)
-                            .map(|(_, _, c)| c.rx_port_packets[*p as usize].load(Ordering::Relaxed))
-                            .unwrap_or(0);
-                        (format!("rxq{q}_lcore{l}"), u(n))
-                    })
+                    .rxq_packets(*p)
+                    .into_iter()
+                    .map(|(q, l, n)| (format!("rxq{q}_lcore{l}"), u(n)))
                     .collect();
                 (format!("port{p}"), TelValue::Dict(per_queue))
             })

@@ -143,6 +143,17 @@ fn wait_with_timeout(mut child: Child, timeout: Duration) -> Output {
 
 /// Runs `tqfwd EAL -- APP --stats-json DIR/stats.json` and waits.
 pub fn run_tqfwd(dir: &Path, eal: &[String], app: &[&str], timeout: Duration) -> Run {
+    run_tqfwd_env(dir, eal, app, timeout, &[])
+}
+
+/// [`run_tqfwd`] with extra environment variables.
+pub fn run_tqfwd_env(
+    dir: &Path,
+    eal: &[String],
+    app: &[&str],
+    timeout: Duration,
+    env: &[(&str, &std::ffi::OsStr)],
+) -> Run {
     let json_path = dir.join("stats.json");
     let _ = std::fs::remove_file(&json_path);
     let mut cmd = Command::new(bin());
@@ -154,6 +165,9 @@ pub fn run_tqfwd(dir: &Path, eal: &[String], app: &[&str], timeout: Duration) ->
     cmd.stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .env("RUST_LOG", "info");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
     let start = Instant::now();
     let child = cmd.spawn().expect("spawn tqfwd");
     let out = wait_with_timeout(child, timeout);

@@ -1,0 +1,546 @@
+//! Prometheus metrics (`--metrics ADDR:PORT`): `GET /metrics` answers the
+//! Prometheus text exposition format (0.0.4) from the same live view DPDK
+//! telemetry reads ([`Live`]), folded once per scrape by
+//! [`Totals::collect`].
+//!
+//! Promises: the listener is bound before EAL starts ([`MetricsListener`]),
+//! so an address in use is a usage error naming `--metrics` before anything
+//! runs; scrapes are answered on a thread of their own (`tqfwd-metrics`,
+//! not an lcore's), one connection at a time with 1 s read/write timeouts
+//! (and 1 s for the whole request head), so a stuck client delays the next
+//! scrape by a few seconds at most and never blocks the datapath. The
+//! thread runs where the stats thread does, on the main lcore's CPU; a
+//! scrape takes it about 0.1–0.2 ms. Counters are relaxed snapshots (a
+//! figure may be a few bursts old) and only grow.
+//!
+//! What is exported (every name starts with `tqfwd_`):
+//! - `up` (1), `forwarding` (1 until the quit is requested), `info`
+//!   {backend, topology}, `uptime_seconds`, `tsc_hz` (to turn cycle
+//!   counters into seconds);
+//! - `rx_packets_total`, `tx_packets_total`, `drops_total`{reason} (every
+//!   drop reason), `in_flight_packets` (received, neither sent nor dropped
+//!   yet: what the hand-off queues and stage buffers hold), `mbufs_in_use`;
+//! - per port {port, name}: `port_rx_packets_total`,
+//!   `port_tx_packets_total`, and the PMD counters `port_ipackets_total`,
+//!   `port_opackets_total`, `port_imissed_total`, `port_rx_nombuf_total`,
+//!   `port_ierrors_total`, `port_oerrors_total`;
+//! - per RX queue {port, name, queue, lcore}: `rxq_packets_total` (what
+//!   `/tqfwd/queues` shows);
+//! - per lcore {lcore, role} where role is the lcore's roles joined by `+`
+//!   (`rx+tx`, `worker`): `lcore_busy_cycles_total`,
+//!   `lcore_idle_cycles_total`, `lcore_busy_polls_total`,
+//!   `lcore_idle_polls_total`, and per role it holds
+//!   `lcore_rx_packets_total`, `lcore_worker_packets_total`,
+//!   `lcore_tx_packets_total`;
+//! - with `--class`, per class {class} (`default` first):
+//!   `class_packets_total`, `class_dedicated_queue_packets_total`,
+//!   `class_drops_total`.
+//!
+//! Not exported: the `--latency` histograms. They belong to the TX lcores
+//! (plain counters, no atomics, merged once at exit), so reading them live
+//! would put a cost on the datapath; the summary and JSON carry them.
+
+use super::stats::{DropReason, Totals};
+use super::telemetry::Live;
+use crate::dpdk::{self, signal, Port};
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{prometheus_text, DescriptorEncoder, EncodeMetric};
+use prometheus_client::metrics::counter::ConstCounter;
+use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::registry::Registry;
+use std::fmt;
+use std::io::{ErrorKind, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// How often the idle server looks for a connection or the stop.
+const ACCEPT_POLL: Duration = Duration::from_millis(50);
+/// Read and write timeout of one scrape's connection, and the most its
+/// request head may take to arrive.
+const IO_TIMEOUT: Duration = Duration::from_secs(1);
+/// Largest request head read (request line and headers).
+const MAX_HEAD: usize = 8192;
+
+/// The `--metrics` socket, bound before EAL starts.
+pub struct MetricsListener {
+    listener: TcpListener,
+}
+
+impl MetricsListener {
+    /// Binds `addr`. `Err` is one line naming `--metrics`, the address and
+    /// what to change.
+    pub fn bind(addr: SocketAddr) -> Result<MetricsListener, String> {
+        let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
+            ErrorKind::AddrInUse => format!(
+                "--metrics {addr}: the address is already in use: stop what listens there or choose another port"
+            ),
+            ErrorKind::AddrNotAvailable => format!(
+                "--metrics {addr}: not an address of this machine: give a local one (e.g. 127.0.0.1:{} or 0.0.0.0:{})",
+                addr.port(),
+                addr.port()
+            ),
+            ErrorKind::PermissionDenied => format!(
+                "--metrics {addr}: not allowed to listen there ({e}): choose a port from 1024 up"
+            ),
+            _ => format!("--metrics {addr}: cannot listen ({e}): choose another address"),
+        })?;
+        listener.set_nonblocking(true).map_err(|e| {
+            format!("--metrics {addr}: cannot listen ({e}): choose another address")
+        })?;
+        Ok(MetricsListener { listener })
+    }
+
+    /// Where it listens (the bound port when 0 was asked for).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.listener.local_addr().ok()
+    }
+
+    /// Answers scrapes from `live` on the `tqfwd-metrics` thread until the
+    /// returned server is dropped.
+    pub fn serve(self, live: Arc<Live>) -> std::io::Result<MetricsServer> {
+        let mut registry = Registry::default();
+        registry.register_collector(Box::new(Exporter(live)));
+        let stop = Arc::new(AtomicBool::new(false));
+        let thread = {
+            let stop = stop.clone();
+            std::thread::Builder::new()
+                .name("tqfwd-metrics".into())
+                .spawn(move || serve_loop(&self.listener, &registry, &stop))?
+        };
+        Ok(MetricsServer {
+            stop,
+            thread: Some(thread),
+        })
+    }
+}
+
+/// The running server: dropping it stops and joins the thread (within
+/// [`ACCEPT_POLL`], or a scrape's [`IO_TIMEOUT`] when one is in progress).
+pub struct MetricsServer {
+    stop: Arc<AtomicBool>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Drop for MetricsServer {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Release);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+fn serve_loop(listener: &TcpListener, registry: &Registry, stop: &AtomicBool) {
+    let mut warned = false;
+    while !stop.load(Ordering::Acquire) {
+        match listener.accept() {
+            Ok((stream, peer)) => {
+                if let Err(e) = answer(stream, registry) {
+                    log::debug!("metrics: {peer}: {e}");
+                }
+            }
+            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
+            Err(e) if e.kind() == ErrorKind::Interrupted => {}
+            Err(e) => {
+                // Out of file descriptors and the like: keep trying.
+                if !warned {
+                    log::warn!("metrics: accept: {e}");
+                    warned = true;
+                }
+                std::thread::sleep(ACCEPT_POLL);
+            }
+        }
+    }
+}
+
+/// Reads one request head and writes one response, then closes.
+fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
+    stream.set_nonblocking(false)?;
+    stream.set_read_timeout(Some(IO_TIMEOUT))?;
+    stream.set_write_timeout(Some(IO_TIMEOUT))?;
+    let head = read_head(&mut stream)?;
+    let (status, extra, body) = route(&head, registry);
+    let head_only = head.starts_with(b"HEAD ");
+    let mut out = format!(
+        "HTTP/1.1 {status}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
+        if status.starts_with("200") {
+            prometheus_text::CONTENT_TYPE
+        } else {
+            "text/plain; charset=utf-8"
+        },
+        body.len()
+    );
+    if !head_only {
+        out.push_str(&body);
+    }
+    stream.write_all(out.as_bytes())?;
+    stream.flush()?;
+    stream.shutdown(std::net::Shutdown::Write)
+}
+
+/// The request head up to its blank line (all of it is read, so closing
+/// does not reset the connection before the client reads the answer).
+fn read_head(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
+    let mut head = Vec::with_capacity(512);
+    let mut buf = [0u8; 1024];
+    let started = Instant::now();
+    while head.len() < MAX_HEAD {
+        // A client trickling bytes gets IO_TIMEOUT in all, not per read.
+        if started.elapsed() > IO_TIMEOUT {
+            return Err(ErrorKind::TimedOut.into());
+        }
+        let n = stream.read(&mut buf)?;
+        if n == 0 {
+            break;
+        }
+        head.extend_from_slice(&buf[..n]);
+        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
+            break;
+        }
+    }
+    Ok(head)
+}
+
+/// Status line, extra header lines and body for a request head.
+fn route(head: &[u8], registry: &Registry) -> (&'static str, &'static str, String) {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let line = String::from_utf8_lossy(line);
+    let mut words = line.split_whitespace();
+    let (Some(method), Some(target)) = (words.next(), words.next()) else {
+        return ("400 Bad Request", "", "expected GET /metrics\n".into());
+    };
+    if method != "GET" && method != "HEAD" {
+        return (
+            "405 Method Not Allowed",
+            "Allow: GET, HEAD\r\n",
+            "only GET /metrics\n".into(),
+        );
+    }
+    if target.split('?').next() != Some("/metrics") {
+        return ("404 Not Found", "", "tqfwd serves /metrics\n".into());
+    }
+    let mut body = String::with_capacity(16 * 1024);
+    match prometheus_text::encode(&mut body, registry) {
+        Ok(()) => ("200 OK", "", body),
+        Err(_) => (
+            "500 Internal Server Error",
+            "",
+            "metrics encoding failed\n".into(),
+        ),
+    }
+}
+
+/// The live view as a prometheus-client collector, read on every scrape.
+struct Exporter(Arc<Live>);
+
+impl fmt::Debug for Exporter {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("tqfwd live counters")
+    }
+}
+
+type Labels = Vec<(&'static str, String)>;
+
+/// One metric family: its HELP and TYPE lines, then one sample per label
+/// set (none when `series` is empty).
+fn family<M: EncodeMetric>(
+    e: &mut DescriptorEncoder,
+    name: &str,
+    help: &str,
+    series: Vec<(Labels, M)>,
+) -> fmt::Result {
+    let Some(kind) = series.first().map(|(_, m)| m.metric_type()) else {
+        return Ok(());
+    };
+    let mut m = e.encode_descriptor(name, help, None, kind)?;
+    for (labels, metric) in &series {
+        metric.encode(m.encode_family(labels)?)?;
+    }
+    Ok(())
+}
+
+fn counter(v: u64) -> ConstCounter<u64> {
+    ConstCounter::new(v)
+}
+
+fn gauge<N>(v: N) -> ConstGauge<N> {
+    ConstGauge::new(v)
+}
+
+impl Collector for Exporter {
+    fn encode(&self, mut e: DescriptorEncoder) -> fmt::Result {
+        let live = &*self.0;
+        let t = live.totals();
+        run_metrics(&mut e, live)?;
+        total_metrics(&mut e, live, &t)?;
+        port_metrics(&mut e, live, &t)?;
+        lcore_metrics(&mut e, live)?;
+        class_metrics(&mut e, live, &t)
+    }
+}
+
+fn run_metrics(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
+    let none = Labels::new;
+    family(
+        e,
+        "tqfwd_up",
+        "1 while tqfwd serves metrics",
+        vec![(none(), gauge(1i64))],
+    )?;
+    let forwarding = live.running.load(Ordering::Relaxed) && !signal::quit_requested();
+    family(
+        e,
+        "tqfwd_forwarding",
+        "1 while forwarding, 0 once the quit is requested (draining)",
+        vec![(none(), gauge(forwarding as i64))],
+    )?;
+    family(
+        e,
+        "tqfwd_info",
+        "hand-off queue backend and topology of this run",
+        vec![(
+            vec![
+                ("backend", live.backend.to_string()),
+                ("topology", live.topology.to_string()),
+            ],
+            gauge(1i64),
+        )],
+    )?;
+    family(
+        e,
+        "tqfwd_uptime_seconds",
+        "seconds since the counters were set up",
+        vec![(none(), gauge(live.started.elapsed().as_secs_f64()))],
+    )?;
+    family(
+        e,
+        "tqfwd_tsc_hz",
+        "TSC frequency: the unit of the lcore cycle counters",
+        vec![(none(), gauge(dpdk::tsc_hz()))],
+    )
+}
+
+fn total_metrics(e: &mut DescriptorEncoder, live: &Live, t: &Totals) -> fmt::Result {
+    let none = Labels::new;
+    family(
+        e,
+        "tqfwd_rx_packets",
+        "packets received",
+        vec![(none(), counter(t.rx))],
+    )?;
+    family(
+        e,
+        "tqfwd_tx_packets",
+        "packets transmitted",
+        vec![(none(), counter(t.tx))],
+    )?;
+    family(
+        e,
+        "tqfwd_drops",
+        "packets freed without transmission, by reason (rx = tx + sum of drops once drained)",
+        DropReason::ALL
+            .iter()
+            .map(|r| {
+                (
+                    vec![("reason", r.name().to_string())],
+                    counter(t.drops[r.index()]),
+                )
+            })
+            .collect(),
+    )?;
+    family(
+        e,
+        "tqfwd_in_flight_packets",
+        "packets received and neither transmitted nor dropped yet (held in hand-off queues and stage buffers)",
+        vec![(none(), gauge(t.in_flight()))],
+    )?;
+    family(
+        e,
+        "tqfwd_mbufs_in_use",
+        "mbufs taken from the mempools (NIC rings, queues, in flight)",
+        vec![(none(), gauge(live.mbufs_in_use.load(Ordering::Relaxed)))],
+    )
+}
+
+fn port_metrics(e: &mut DescriptorEncoder, live: &Live, t: &Totals) -> fmt::Result {
+    let labels = |id: u16, name: &str| vec![("port", id.to_string()), ("name", name.to_string())];
+    let per_port = |f: &dyn Fn(u16) -> u64| -> Vec<(Labels, ConstCounter<u64>)> {
+        live.ports
+            .iter()
+            .map(|(id, name, _)| (labels(*id, name), counter(f(*id))))
+            .collect()
+    };
+    family(
+        e,
+        "tqfwd_port_rx_packets",
+        "packets tqfwd received from the port",
+        per_port(&|p| t.rx_port[p as usize]),
+    )?;
+    family(
+        e,
+        "tqfwd_port_tx_packets",
+        "packets tqfwd transmitted on the port",
+        per_port(&|p| t.tx_port[p as usize]),
+    )?;
+    let hw: Vec<_> = live
+        .ports
+        .iter()
+        .map(|(p, _, _)| Port::by_id(*p).map(Port::stats).unwrap_or_default())
+        .collect();
+    let pmd = |name: &str, help: &str, f: &dyn Fn(&dpdk::PortStats) -> u64| {
+        let series = live
+            .ports
+            .iter()
+            .zip(&hw)
+            .map(|((id, port, _), s)| (labels(*id, port), counter(f(s))))
+            .collect();
+        (name.to_string(), help.to_string(), series)
+    };
+    for (name, help, series) in [
+        pmd(
+            "tqfwd_port_ipackets",
+            "PMD counter: packets received",
+            &|s| s.ipackets,
+        ),
+        pmd(
+            "tqfwd_port_opackets",
+            "PMD counter: packets transmitted",
+            &|s| s.opackets,
+        ),
+        pmd(
+            "tqfwd_port_imissed",
+            "PMD counter: packets the NIC dropped for lack of RX descriptors",
+            &|s| s.imissed,
+        ),
+        pmd(
+            "tqfwd_port_rx_nombuf",
+            "PMD counter: RX mbuf allocation failures",
+            &|s| s.rx_nombuf,
+        ),
+        pmd(
+            "tqfwd_port_ierrors",
+            "PMD counter: erroneous received packets",
+            &|s| s.ierrors,
+        ),
+        pmd(
+            "tqfwd_port_oerrors",
+            "PMD counter: failed transmissions",
+            &|s| s.oerrors,
+        ),
+    ] {
+        family(e, &name, &help, series)?;
+    }
+    let rxq = live
+        .ports
+        .iter()
+        .flat_map(|(id, name, _)| {
+            live.rxq_packets(*id).into_iter().map(move |(q, l, n)| {
+                let mut labels = labels(*id, name);
+                labels.extend([("queue", q.to_string()), ("lcore", l.to_string())]);
+                (labels, counter(n))
+            })
+        })
+        .collect();
+    family(
+        e,
+        "tqfwd_rxq_packets",
+        "packets received from one RX queue of a port (the lcore polls it)",
+        rxq,
+    )
+}
+
+fn lcore_metrics(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
+    let labels = |l: &crate::dpdk::Lcore, roles: &super::stats::Roles| {
+        vec![("lcore", l.to_string()), ("role", roles.names().join("+"))]
+    };
+    let loads: Vec<_> = live.lcores.iter().map(|(_, _, c)| c.load()).collect();
+    let per_lcore =
+        |f: &dyn Fn(&super::stats::LcoreLoad) -> u64| -> Vec<(Labels, ConstCounter<u64>)> {
+            live.lcores
+                .iter()
+                .zip(&loads)
+                .map(|((l, roles, _), load)| (labels(l, roles), counter(f(load))))
+                .collect()
+        };
+    family(
+        e,
+        "tqfwd_lcore_busy_cycles",
+        "TSC cycles of loop iterations that moved packets",
+        per_lcore(&|l| l.busy_cycles),
+    )?;
+    family(
+        e,
+        "tqfwd_lcore_idle_cycles",
+        "TSC cycles of loop iterations that found nothing to do",
+        per_lcore(&|l| l.idle_cycles),
+    )?;
+    family(
+        e,
+        "tqfwd_lcore_busy_polls",
+        "loop iterations that moved packets",
+        per_lcore(&|l| l.busy_polls),
+    )?;
+    family(
+        e,
+        "tqfwd_lcore_idle_polls",
+        "loop iterations that found nothing to do",
+        per_lcore(&|l| l.idle_polls),
+    )?;
+    let per_role = |has: fn(&super::stats::Roles) -> bool,
+                    f: fn(&super::stats::LcoreCounters) -> u64| {
+        live.lcores
+            .iter()
+            .filter(|(_, roles, _)| has(roles))
+            .map(|(l, roles, c)| (labels(l, roles), counter(f(c))))
+            .collect::<Vec<_>>()
+    };
+    family(
+        e,
+        "tqfwd_lcore_rx_packets",
+        "packets the lcore received (RX role)",
+        per_role(|r| r.rx, |c| c.rx_total()),
+    )?;
+    family(
+        e,
+        "tqfwd_lcore_worker_packets",
+        "packets the lcore took from its input queues (worker role)",
+        per_role(|r| r.worker, |c| c.worker_total()),
+    )?;
+    family(
+        e,
+        "tqfwd_lcore_tx_packets",
+        "packets the lcore transmitted (TX role)",
+        per_role(|r| r.tx, |c| c.tx_total()),
+    )
+}
+
+fn class_metrics(e: &mut DescriptorEncoder, live: &Live, t: &Totals) -> fmt::Result {
+    let per_class = |v: &[u64]| -> Vec<(Labels, ConstCounter<u64>)> {
+        live.class_names
+            .iter()
+            .enumerate()
+            .map(|(k, name)| (vec![("class", name.clone())], counter(v[k])))
+            .collect()
+    };
+    family(
+        e,
+        "tqfwd_class_packets",
+        "packets of the class, classified at RX",
+        per_class(&t.class_rx),
+    )?;
+    family(
+        e,
+        "tqfwd_class_dedicated_queue_packets",
+        "packets of the class received on its own (rte_flow) RX queue",
+        per_class(&t.class_rx_dedicated),
+    )?;
+    family(
+        e,
+        "tqfwd_class_drops",
+        "hand-off drops of the class's packets",
+        per_class(&t.class_drops),
+    )
+}
