@@ -47,6 +47,11 @@ fn main() -> ExitCode {
         Some(Err(line)) => return usage_error(&line),
     };
 
+    let captures = match tqfwd::report::capture::open_files(&opts.capture) {
+        Ok(c) => c,
+        Err(line) => return usage_error(&line),
+    };
+
     // Before EAL init, so a stop signal that arrives while EAL starts is
     // not fatal: the run then starts, stops at once and reports.
     if let Err(e) = dpdk::signal::install_quit_handler() {
@@ -69,7 +74,7 @@ fn main() -> ExitCode {
         dpdk::tsc_hz()
     );
 
-    let result = tqfwd::run::run(&eal, &opts);
+    let result = tqfwd::run::run(&eal, &opts, captures);
     if let Err(e) = eal.cleanup() {
         log::warn!("{e}");
     }

@@ -10,11 +10,13 @@ use crate::config::Plan;
 use crate::dpdk::Eal;
 use crate::error::RunError;
 use crate::forward::Forwarding;
+use crate::report::capture::CaptureFile;
 use crate::report::{self, stats::Report, telemetry, Final};
 use crate::setup::{self, Resources};
 
 /// Sets up everything, forwards until quit, shuts down, and reports.
-pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
+/// `captures`: the `--capture` files, opened before EAL.
+pub fn run(eal: &Eal, opts: &Options, captures: Vec<CaptureFile>) -> Result<Report, RunError> {
     let (machine, ports, infos) = setup::machine(eal)?;
     let plan = Plan::new(opts, &machine).map_err(RunError::Usage)?;
     for (line, warn) in plan.numa_lines(&machine) {
@@ -26,7 +28,7 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     }
 
     let (res, links) = Resources::bring_up(opts, &plan, &machine, ports, infos)?;
-    let forwarding = Forwarding::new(opts, &plan, &res, links)?;
+    let forwarding = Forwarding::new(opts, &plan, &res, links, captures)?;
     let counters = forwarding.counters.clone();
     if !plan.idle.is_empty() {
         log::warn!("EAL lcores {:?} have no role and stay idle", plan.idle);
@@ -49,6 +51,10 @@ pub fn run(eal: &Eal, opts: &Options) -> Result<Report, RunError> {
     let finished = forwarding.run(eal, opts, &res, &live)?;
 
     let figures = Final::collect(opts, &plan, &machine, &res, &counters);
-    let mbufs_in_use = res.teardown(finished.leftover);
-    Ok(figures.report(mbufs_in_use, finished.histograms))
+    // The capture pools' copies count too (all freed by the writer).
+    let mbufs_in_use = res.teardown(finished.leftover) + finished.capture_in_use;
+    let mut report = figures.report(mbufs_in_use, finished.histograms);
+    report.capture_dropped = finished.captures.iter().map(|c| c.capture_dropped).sum();
+    report.capture = finished.captures;
+    Ok(report)
 }

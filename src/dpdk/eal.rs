@@ -14,6 +14,8 @@ pub struct Eal {
     // Keeps the argv strings alive: EAL may keep pointers into them.
     _args: Vec<CString>,
     _argv: Vec<*mut c_char>,
+    /// `rte_pdump_init` succeeded: uninit before cleanup.
+    pdump: bool,
     cleaned: bool,
 }
 
@@ -34,7 +36,18 @@ impl Eal {
         if ret < 0 {
             return Err(DpdkError::from_errno("rte_eal_init"));
         }
+        // Lets `dpdk-dumpcap` / `dpdk-pdump` attach as secondary processes
+        // (they need the primary's hugepage files: no --in-memory).
+        // SAFETY: EAL initialised; no preconditions otherwise.
+        let pdump = unsafe { sys::rte_pdump_init() };
+        if pdump < 0 {
+            log::warn!(
+                "rte_pdump_init failed ({}): dpdk-dumpcap cannot attach to this process",
+                DpdkError::from_ret("rte_pdump_init", pdump).text
+            );
+        }
         Ok(Eal {
+            pdump: pdump == 0,
             _args: cargs,
             _argv: argv,
             cleaned: false,
@@ -107,6 +120,7 @@ impl Eal {
     /// (ports, pools, rings, socket memory) must be released first.
     pub fn cleanup(mut self) -> Result<(), DpdkError> {
         self.cleaned = true;
+        self.pdump_uninit();
         // SAFETY: called once, from the main lcore, after all lcores returned.
         let ret = unsafe { sys::rte_eal_cleanup() };
         if ret < 0 {
@@ -116,9 +130,20 @@ impl Eal {
     }
 }
 
+impl Eal {
+    fn pdump_uninit(&mut self) {
+        if std::mem::take(&mut self.pdump) {
+            // SAFETY: rte_pdump_init succeeded and is undone once, before
+            // rte_eal_cleanup.
+            unsafe { sys::rte_pdump_uninit() };
+        }
+    }
+}
+
 impl Drop for Eal {
     fn drop(&mut self) {
         if !self.cleaned {
+            self.pdump_uninit();
             // SAFETY: as in cleanup(); reached on early error returns.
             unsafe { sys::rte_eal_cleanup() };
         }

@@ -4,6 +4,7 @@
 //! output files (`output`), and the final [`Report`] assembled once at the
 //! end ([`Final::report`]) for the summary and the JSON.
 
+pub mod capture;
 pub mod latency;
 pub mod live;
 pub mod output;
@@ -133,6 +134,8 @@ impl<'a> Final<'a> {
                 .collect(),
             ports: self.ports,
             signal: signal::last_signal(),
+            capture_dropped: 0,
+            capture: Vec::new(),
         }
     }
 
