@@ -58,7 +58,7 @@ fn main() -> ExitCode {
         eprintln!("tqfwd: error: cannot install signal handlers: {e}");
         return ExitCode::from(1);
     }
-    let eal = match Eal::init(&split.eal) {
+    let mut eal = match Eal::init(&split.eal) {
         Ok(e) => e,
         Err(e) => {
             return usage_error(&format!(
@@ -67,6 +67,9 @@ fn main() -> ExitCode {
             ))
         }
     };
+    if opts.pdump {
+        eal.enable_pdump();
+    }
     log::info!(
         "{} initialised, {} lcores, TSC {} Hz",
         dpdk::version(),

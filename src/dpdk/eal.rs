@@ -36,18 +36,8 @@ impl Eal {
         if ret < 0 {
             return Err(DpdkError::from_errno("rte_eal_init"));
         }
-        // Lets `dpdk-dumpcap` / `dpdk-pdump` attach as secondary processes
-        // (they need the primary's hugepage files: no --in-memory).
-        // SAFETY: EAL initialised; no preconditions otherwise.
-        let pdump = unsafe { sys::rte_pdump_init() };
-        if pdump < 0 {
-            log::warn!(
-                "rte_pdump_init failed ({}): dpdk-dumpcap cannot attach to this process",
-                DpdkError::from_ret("rte_pdump_init", pdump).text
-            );
-        }
         Ok(Eal {
-            pdump: pdump == 0,
+            pdump: false,
             _args: cargs,
             _argv: argv,
             cleaned: false,
@@ -131,6 +121,25 @@ impl Eal {
 }
 
 impl Eal {
+    /// `rte_pdump_init`: lets `dpdk-dumpcap` / `dpdk-pdump` attach as
+    /// secondary processes (they need the primary's hugepage files: no
+    /// --in-memory, and the same --file-prefix). A failure only warns.
+    pub fn enable_pdump(&mut self) {
+        if self.pdump {
+            return;
+        }
+        // SAFETY: EAL initialised; no other preconditions.
+        let ret = unsafe { sys::rte_pdump_init() };
+        if ret < 0 {
+            log::warn!(
+                "rte_pdump_init failed ({}): dpdk-dumpcap cannot attach to this process",
+                DpdkError::from_ret("rte_pdump_init", ret).text
+            );
+        } else {
+            self.pdump = true;
+        }
+    }
+
     fn pdump_uninit(&mut self) {
         if std::mem::take(&mut self.pdump) {
             // SAFETY: rte_pdump_init succeeded and is undone once, before
