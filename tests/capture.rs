@@ -183,7 +183,10 @@ fn bad_capture_values_are_usage_errors() {
             "--capture-count",
         ),
         (
-            vec!["--capture".into(), format!("7:{}", dir.join("p7").display())],
+            vec![
+                "--capture".into(),
+                format!("7:{}", dir.join("p7").display()),
+            ],
             "--capture names port 7",
         ),
         (
@@ -221,13 +224,35 @@ fn bad_capture_values_are_usage_errors() {
     }
 }
 
+/// Removes what a primary with `prefix` left if it did not clean up (a
+/// crash): its huge page files and its runtime directory.
+fn remove_hugepage_files(prefix: &str) {
+    let mounts = std::fs::read_to_string("/proc/mounts").unwrap_or_default();
+    for dir in mounts
+        .lines()
+        .filter(|l| l.contains("hugetlbfs"))
+        .filter_map(|l| l.split_whitespace().nth(1))
+    {
+        for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.starts_with(&format!("{prefix}map_")) {
+                let _ = std::fs::remove_file(e.path());
+            }
+        }
+    }
+    let _ = std::fs::remove_dir_all(format!("/var/run/dpdk/{prefix}"));
+}
+
 /// `--pdump`: dpdk-dumpcap attaches to a running tqfwd (no --in-memory,
 /// same --file-prefix) and its counters move while tqfwd forwards.
 #[test]
 fn dumpcap_attaches_with_pdump() {
     let _g = serial();
     if !have_command("dpdk-dumpcap") {
-        skip_test("dumpcap_attaches_with_pdump", "dpdk-dumpcap is not installed");
+        skip_test(
+            "dumpcap_attaches_with_pdump",
+            "dpdk-dumpcap is not installed",
+        );
         return;
     }
     if !hugepages_usable() {
@@ -269,9 +294,10 @@ fn dumpcap_attaches_with_pdump() {
         .arg(dir.join("dc.pcapng"))
         .output()
         .expect("run dpdk-dumpcap");
-    let text = String::from_utf8_lossy(&out.stdout).to_string()
-        + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     let status = tq.wait_exit(Duration::from_secs(30));
+    remove_hugepage_files(&prefix);
     // The counters line: "Packets received/dropped on interface 'net_null0': R/D (..)".
     let line = text
         .lines()
