@@ -52,13 +52,18 @@ fn main() -> ExitCode {
         Some(Err(line)) => return usage_error(&line),
     };
 
+    let captures = match tqfwd::report::capture::open_files(&opts.capture) {
+        Ok(c) => c,
+        Err(line) => return usage_error(&line),
+    };
+
     // Before EAL init, so a stop signal that arrives while EAL starts is
     // not fatal: the run then starts, stops at once and reports.
     if let Err(e) = dpdk::signal::install_quit_handler() {
         eprintln!("tqfwd: error: cannot install signal handlers: {e}");
         return ExitCode::from(1);
     }
-    let eal = match Eal::init(&split.eal) {
+    let mut eal = match Eal::init(&split.eal) {
         Ok(e) => e,
         Err(e) => {
             return usage_error(&format!(
@@ -67,6 +72,9 @@ fn main() -> ExitCode {
             ))
         }
     };
+    if opts.pdump {
+        eal.enable_pdump();
+    }
     log::info!(
         "{} initialised, {} lcores, TSC {} Hz",
         dpdk::version(),
@@ -74,7 +82,7 @@ fn main() -> ExitCode {
         dpdk::tsc_hz()
     );
 
-    let result = tqfwd::run::run(&eal, &opts, metrics);
+    let result = tqfwd::run::run(&eal, &opts, metrics, captures);
     if let Err(e) = eal.cleanup() {
         log::warn!("{e}");
     }

@@ -10,16 +10,19 @@ use crate::config::Plan;
 use crate::dpdk::Eal;
 use crate::error::RunError;
 use crate::forward::{self, Forwarding};
+use crate::report::capture::CaptureFile;
 use crate::report::metrics::MetricsListener;
 use crate::report::{self, stats::Report, telemetry, Final};
 use crate::setup::{self, Resources};
 
 /// Sets up everything, forwards until quit, shuts down, and reports;
-/// serves `metrics` (`--metrics`, bound before EAL) while forwarding.
+/// serves `metrics` (`--metrics`, bound before EAL) while forwarding and
+/// writes `captures` (the `--capture` files, opened before EAL).
 pub fn run(
     eal: &Eal,
     opts: &Options,
     metrics: Option<MetricsListener>,
+    captures: Vec<CaptureFile>,
 ) -> Result<Report, RunError> {
     let (machine, ports, infos) = setup::machine(eal)?;
     let plan = Plan::new(opts, &machine).map_err(RunError::Usage)?;
@@ -32,7 +35,7 @@ pub fn run(
     }
 
     let (res, links) = Resources::bring_up(opts, &plan, &machine, ports, infos)?;
-    let forwarding = Forwarding::new(opts, &plan, &res, links)?;
+    let forwarding = Forwarding::new(opts, &plan, &res, links, captures)?;
     let counters = forwarding.counters.clone();
     if !plan.idle.is_empty() {
         log::warn!("EAL lcores {:?} have no role and stay idle", plan.idle);
@@ -69,6 +72,10 @@ pub fn run(
     let finished = finished?;
 
     let figures = Final::collect(opts, &plan, &machine, &res, &counters);
-    let mbufs_in_use = res.teardown(finished.leftover);
-    Ok(figures.report(mbufs_in_use, finished.histograms))
+    // The capture pools' copies count too (all freed by the writer).
+    let mbufs_in_use = res.teardown(finished.leftover) + finished.capture_in_use;
+    let mut report = figures.report(mbufs_in_use, finished.histograms);
+    report.capture_dropped = finished.captures.iter().map(|c| c.capture_dropped).sum();
+    report.capture = finished.captures;
+    Ok(report)
 }

@@ -126,6 +126,22 @@ pub struct Options {
     #[arg(long, value_name = "IDX:MS", value_parser = parse_stall, hide = true)]
     pub debug_stall_worker: Option<(u32, u32)>,
 
+    /// Test knob: the --capture writer waits MS milliseconds before it takes its first copy (so its ring overflows)
+    #[arg(long, value_name = "MS", hide = true, value_parser = clap::value_parser!(u32).range(0..=60_000))]
+    pub debug_capture_stall: Option<u32>,
+
+    /// Write the first --capture-count frames received on port PORT to FILE as pcapng (repeatable, one per port; the port's name is the pcapng interface name, timestamps are the RX times). Copies are made on the RX lcore into a bounded ring and written by a separate thread: a full ring drops the copy (capture_dropped), never the packet
+    #[arg(long = "capture", value_name = "PORT:FILE", value_parser = parse_capture)]
+    pub capture: Vec<(u16, PathBuf)>,
+
+    /// Let dpdk-dumpcap / dpdk-pdump attach (rte_pdump_init; run without --in-memory, and give them the same --file-prefix). Off by default: with DPDK 22.11 a dpdk-dumpcap that attaches can crash the forwarder (README, Capture)
+    #[arg(long)]
+    pub pdump: bool,
+
+    /// Frames --capture writes per port (the first N received)
+    #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub capture_count: u64,
+
     /// Destination MAC for frames leaving PORT (repeatable); default 02:00:00:00:00:<tx port>
     #[arg(long = "peer-mac", value_name = "PORT=MAC", value_parser = parse_peer_mac)]
     pub peer_mac: Vec<(u16, MacAddr)>,
@@ -381,6 +397,20 @@ fn parse_stall(s: &str) -> Result<(u32, u32), String> {
         .parse()
         .map_err(|_| format!("'{ms}' is not a number of milliseconds (in IDX:MS)"))?;
     Ok((i, ms))
+}
+
+fn parse_capture(s: &str) -> Result<(u16, PathBuf), String> {
+    let (p, f) = s
+        .split_once(':')
+        .ok_or_else(|| format!("'{s}' is not PORT:FILE (e.g. 0:/tmp/port0.pcapng)"))?;
+    let port: u16 = p
+        .trim()
+        .parse()
+        .map_err(|_| format!("'{p}' is not a port number (in PORT:FILE)"))?;
+    if f.is_empty() {
+        return Err(format!("'{s}' has no FILE (in PORT:FILE)"));
+    }
+    Ok((port, PathBuf::from(f)))
 }
 
 fn parse_peer_mac(s: &str) -> Result<(u16, MacAddr), String> {

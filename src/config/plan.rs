@@ -484,6 +484,20 @@ fn check_ports(opts: &Options, m: &Machine, layout: &RoleLayout) -> Result<(), S
             ));
         }
     }
+    for (k, (p, file)) in opts.capture.iter().enumerate() {
+        if *p as usize >= m.ports.len() {
+            return Err(format!(
+                "--capture names port {p}, but only ports 0-{} exist",
+                m.ports.len() - 1
+            ));
+        }
+        if opts.capture[..k].iter().any(|(q, _)| q == p) {
+            return Err(format!(
+                "--capture names port {p} twice ({}): give one file per port",
+                file.display()
+            ));
+        }
+    }
     let (n_rx, n_tx) = (layout.rx.len(), layout.tx.len());
     for (i, p) in m.ports.iter().enumerate() {
         if p.id as usize != i {

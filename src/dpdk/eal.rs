@@ -14,6 +14,8 @@ pub struct Eal {
     // Keeps the argv strings alive: EAL may keep pointers into them.
     _args: Vec<CString>,
     _argv: Vec<*mut c_char>,
+    /// `rte_pdump_init` succeeded: uninit before cleanup.
+    pdump: bool,
     cleaned: bool,
 }
 
@@ -35,6 +37,7 @@ impl Eal {
             return Err(DpdkError::from_errno("rte_eal_init"));
         }
         Ok(Eal {
+            pdump: false,
             _args: cargs,
             _argv: argv,
             cleaned: false,
@@ -107,6 +110,7 @@ impl Eal {
     /// (ports, pools, rings, socket memory) must be released first.
     pub fn cleanup(mut self) -> Result<(), DpdkError> {
         self.cleaned = true;
+        self.pdump_uninit();
         // SAFETY: called once, from the main lcore, after all lcores returned.
         let ret = unsafe { sys::rte_eal_cleanup() };
         if ret < 0 {
@@ -116,9 +120,39 @@ impl Eal {
     }
 }
 
+impl Eal {
+    /// `rte_pdump_init`: lets `dpdk-dumpcap` / `dpdk-pdump` attach as
+    /// secondary processes (they need the primary's hugepage files: no
+    /// --in-memory, and the same --file-prefix). A failure only warns.
+    pub fn enable_pdump(&mut self) {
+        if self.pdump {
+            return;
+        }
+        // SAFETY: EAL initialised; no other preconditions.
+        let ret = unsafe { sys::rte_pdump_init() };
+        if ret < 0 {
+            log::warn!(
+                "rte_pdump_init failed ({}): dpdk-dumpcap cannot attach to this process",
+                DpdkError::from_ret("rte_pdump_init", ret).text
+            );
+        } else {
+            self.pdump = true;
+        }
+    }
+
+    fn pdump_uninit(&mut self) {
+        if std::mem::take(&mut self.pdump) {
+            // SAFETY: rte_pdump_init succeeded and is undone once, before
+            // rte_eal_cleanup.
+            unsafe { sys::rte_pdump_uninit() };
+        }
+    }
+}
+
 impl Drop for Eal {
     fn drop(&mut self) {
         if !self.cleaned {
+            self.pdump_uninit();
             // SAFETY: as in cleanup(); reached on early error returns.
             unsafe { sys::rte_eal_cleanup() };
         }

@@ -149,7 +149,7 @@ pub struct MbufPtr(RawMbuf);
 
 impl MbufPtr {
     #[inline]
-    fn raw(&self) -> *mut sys::rte_mbuf {
+    pub(super) fn raw(&self) -> *mut sys::rte_mbuf {
         self.0 .0.as_ptr()
     }
 

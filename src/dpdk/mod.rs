@@ -9,6 +9,7 @@
 //! Errors from DPDK come back as [`DpdkError`], carrying the call that failed
 //! and DPDK's own `rte_strerror` text, so the binary can print one line.
 
+pub mod capture;
 pub mod eal;
 pub mod flow;
 pub mod intr;

@@ -19,6 +19,7 @@
 #include <rte_telemetry.h>
 #include <rte_version.h>
 #include <rte_bus_vdev.h>
+#include <rte_pdump.h>
 
 /* Small helpers for what bindgen cannot reach (thread-local rte_errno). */
 int tqfwd_rte_errno(void);

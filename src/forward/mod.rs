@@ -10,6 +10,7 @@
 //! holds when it stops is handed on or freed and counted, so when the last
 //! lcore returns every mbuf received is accounted for.
 
+pub mod capture;
 pub mod clock;
 pub mod control;
 pub mod lifecycle;
@@ -20,6 +21,9 @@ use crate::config::cli::Options;
 use crate::config::{Lcore, Plan, MAX_PORTS};
 use crate::dpdk::{self, signal, Eal};
 use crate::error::RunError;
+use crate::report::capture::{
+    writer_thread, Capture, CaptureCounters, CaptureFile, CaptureReport, WallClock, RING_SLOTS,
+};
 use crate::report::latency::Histogram;
 use crate::report::stats::LcoreCounters;
 use crate::report::telemetry::Live;
@@ -55,6 +59,8 @@ pub struct Forwarding {
     gates: Arc<PortGates>,
     monitor: PortMonitor,
     phase: Phase,
+    /// `--capture`: the writer side of each capture.
+    captures: Vec<Capture>,
 }
 
 /// What forwarding leaves for the report and the teardown.
@@ -64,6 +70,11 @@ pub struct Finished {
     pub leftover: Vec<(Lcore, Mutex<Option<LcoreWork>>)>,
     /// TX lcores' latency histograms (`--latency`).
     pub histograms: Vec<Box<Histogram>>,
+    /// `--capture`: one report per capture.
+    pub captures: Vec<CaptureReport>,
+    /// Copies still allocated from the capture pools after the writer
+    /// drained them (0 unless a copy leaked).
+    pub capture_in_use: u64,
 }
 
 impl Forwarding {
@@ -74,6 +85,7 @@ impl Forwarding {
         plan: &Plan,
         res: &Resources,
         links: Links,
+        files: Vec<CaptureFile>,
     ) -> Result<Forwarding, RunError> {
         let mut memif = [false; MAX_PORTS];
         for (i, info) in res.infos.iter().enumerate() {
@@ -93,7 +105,8 @@ impl Forwarding {
             .iter()
             .map(|&l| (l, Arc::new(LcoreCounters::default())))
             .collect();
-        let mut wiring = Wiring::new(opts, plan, res, links, gates.clone());
+        let (captures, taps) = captures(opts, plan, res, files)?;
+        let mut wiring = Wiring::new(opts, plan, res, links, gates.clone(), taps);
         let work = counters
             .iter()
             .map(|(l, c)| (*l, Mutex::new(Some(wiring.lcore(*l, c)))))
@@ -109,6 +122,7 @@ impl Forwarding {
                 n_rx: plan.rx_stages.len(),
                 n_workers: plan.workers.len(),
             },
+            captures,
         })
     }
 
@@ -132,8 +146,14 @@ impl Forwarding {
             gates,
             monitor,
             phase,
+            captures,
         } = self;
         let finished = AtomicBool::new(false);
+        let capturing = !captures.is_empty();
+        let clock = WallClock::new(dpdk::rdtsc(), dpdk::tsc_hz());
+        let stall = opts
+            .debug_capture_stall
+            .map(|ms| Duration::from_millis(ms as u64));
         let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
         let (pools, ports) = (&res.pools, &res.ports);
         let launch = std::thread::scope(|scope| {
@@ -148,6 +168,16 @@ impl Forwarding {
                 });
             if let Err(e) = &reporter {
                 log::warn!("no stats thread ({e}): stats lines and --duration are off");
+            }
+            // `--capture`: the writer, beside the lcores; it ends after
+            // them, once it has drained every ring.
+            let writer = capturing.then(|| {
+                std::thread::Builder::new()
+                    .name("tqfwd-capture".into())
+                    .spawn_scoped(scope, || writer_thread(captures, &finished, clock, stall))
+            });
+            if let Some(Err(e)) = &writer {
+                log::warn!("no capture writer thread ({e}): nothing is captured");
             }
             // Link state off the datapath; the monitor (and its memif park
             // on the interrupt thread) ends before the ports are stopped.
@@ -183,8 +213,13 @@ impl Forwarding {
                 }
             });
             finished.store(true, Ordering::Release);
-            launch
+            let written = match writer {
+                Some(Ok(w)) => w.join().ok(),
+                _ => None,
+            };
+            (launch, written.unwrap_or_default())
         });
+        let (launch, (capture_reports, capture_in_use)) = launch;
         live.running.store(false, Ordering::Relaxed);
         // Sent by the stats thread when it saw the quit; this covers a run
         // without one.
@@ -193,8 +228,47 @@ impl Forwarding {
         Ok(Finished {
             leftover: work,
             histograms: histograms.into_inner().unwrap_or_default(),
+            captures: capture_reports,
+            capture_in_use,
         })
     }
+}
+
+/// Builds each capture's pool and ring: the writer sides, and per RX
+/// stage the taps it copies into (one sender per RX stage and capture).
+fn captures(
+    opts: &Options,
+    plan: &Plan,
+    res: &Resources,
+    files: Vec<CaptureFile>,
+) -> Result<(Vec<Capture>, Vec<Vec<capture::Tap>>), RunError> {
+    let n_rx = plan.rx_stages.len();
+    let mut taps: Vec<Vec<capture::Tap>> = (0..n_rx).map(|_| Vec::new()).collect();
+    let mut writers = Vec::new();
+    for f in files {
+        let info = &res.infos[f.port as usize];
+        // Room for a full ring plus a burst in flight per RX lcore; a copy
+        // that finds the pool empty is a dropped copy, like a full ring.
+        let mbufs = 2 * RING_SLOTS + (n_rx * crate::dpdk::mbuf::MAX_BURST) as u32;
+        let (senders, receiver) = crate::dpdk::capture::capture_channel(
+            &format!("cap{}", f.port),
+            RING_SLOTS,
+            mbufs,
+            info.socket,
+            n_rx,
+        )
+        .map_err(|e| RunError::Runtime(format!("--capture {}: {e}", f.port)))?;
+        let counters = Arc::new(CaptureCounters::new(opts.capture_count));
+        for (stage, sender) in senders.into_iter().enumerate() {
+            taps[stage].push(capture::Tap {
+                port: f.port,
+                sender,
+                counters: counters.clone(),
+            });
+        }
+        writers.push(Capture::new(f, info.name.clone(), counters, receiver));
+    }
+    Ok((writers, taps))
 }
 
 fn some<T>(v: Vec<T>) -> Vec<Option<T>> {
@@ -214,6 +288,8 @@ struct Wiring<'a> {
     worker_inputs: Vec<Option<crate::setup::handoff::InputSet>>,
     worker_senders: Vec<Option<Vec<crate::setup::handoff::Sender>>>,
     tx_inputs: Vec<Option<crate::setup::handoff::InputSet>>,
+    /// `--capture` taps per RX stage.
+    taps: Vec<Vec<capture::Tap>>,
 }
 
 impl<'a> Wiring<'a> {
@@ -223,6 +299,7 @@ impl<'a> Wiring<'a> {
         res: &'a Resources,
         links: Links,
         gates: Arc<PortGates>,
+        taps: Vec<Vec<capture::Tap>>,
     ) -> Self {
         let mut map = PortMap {
             out_port: plan.out_port,
@@ -250,6 +327,7 @@ impl<'a> Wiring<'a> {
             worker_inputs: some(links.rx.inputs),
             worker_senders: some(links.tx.senders),
             tx_inputs: some(links.tx.inputs),
+            taps,
         }
     }
 
@@ -326,6 +404,7 @@ impl<'a> Wiring<'a> {
             self.gates.clone(),
             c.clone(),
         )
+        .with_capture(capture::Taps::new(std::mem::take(&mut self.taps[stage])))
     }
 
     fn worker_stage(&mut self, w: usize, c: &Arc<LcoreCounters>) -> WorkerStage {

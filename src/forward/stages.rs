@@ -25,6 +25,7 @@
 //! input port, sample mark) read at RX; workers touch only the frame, TX
 //! groups by the packet's port.
 
+use super::capture::Taps;
 use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
 use crate::config::class::WorkerRange;
@@ -183,6 +184,9 @@ pub struct RxStage {
     first_queue: usize,
     /// Which ports may be polled now (port lifecycle).
     gates: Arc<PortGates>,
+    /// `--capture`: the taps of the captured ports (None: capture off or
+    /// done).
+    capture: Option<Box<Taps>>,
     started: bool,
     pub done: bool,
 }
@@ -228,9 +232,16 @@ impl RxStage {
             rate,
             n_workers,
             counters,
+            capture: None,
             started: false,
             done: false,
         }
+    }
+
+    /// Copies the first frames of some ports for `--capture`.
+    pub fn with_capture(mut self, capture: Option<Box<Taps>>) -> Self {
+        self.capture = capture;
+        self
     }
 
     /// Hands the buckets to the workers ([`flush_buckets`]); false when
@@ -403,6 +414,12 @@ impl RxStage {
                 &self.counters.rx_port_packets[port.id() as usize % MAX_PORTS],
                 n as u64,
             );
+            // `--capture`: copies of the first frames (one branch when off).
+            if let Some(taps) = self.capture.as_deref_mut() {
+                if !taps.tap(port.id(), self.rx.as_slice(), &mut rx_now) {
+                    self.capture = None;
+                }
+            }
             // One TSC read per pass over the queues (not per queue): rdtsc
             // is not cheap in a VM, and a pass takes well under a µs.
             if self.stamp.is_some() && rx_now == 0 {

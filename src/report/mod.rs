@@ -5,6 +5,7 @@
 //! output files (`output`), and the final [`Report`] assembled once at the
 //! end ([`Final::report`]) for the summary and the JSON.
 
+pub mod capture;
 pub mod latency;
 pub mod live;
 pub mod logging;
@@ -139,6 +140,8 @@ impl<'a> Final<'a> {
                 .collect(),
             ports: self.ports,
             signal: signal::last_signal(),
+            capture_dropped: 0,
+            capture: Vec::new(),
         }
     }
 

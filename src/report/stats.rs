@@ -457,6 +457,12 @@ pub struct Report {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub app_classes: Vec<ClassReport>,
     pub signal: Option<i32>,
+    /// `--capture`: copies lost (capture pool empty or ring full), over
+    /// all captures; never a forwarded packet.
+    pub capture_dropped: u64,
+    /// `--capture`: one entry per captured port.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub capture: Vec<super::capture::CaptureReport>,
 }
 
 pub fn drops_map(drops: &[u64; DropReason::COUNT]) -> BTreeMap<&'static str, u64> {
@@ -549,6 +555,21 @@ impl Report {
             s.push_str(&format!(
                 "  latency RX->TX (ns): p50 {:.0} p90 {:.0} p99 {:.0} p99.9 {:.0} max {:.0} ({} samples)\n",
                 l.p50, l.p90, l.p99, l.p999, l.max, l.samples
+            ));
+        }
+        for c in &self.capture {
+            s.push_str(&format!(
+                "  capture port {} ({}) -> {}: {} of the first {} frames written, capture_dropped {}{}\n",
+                c.port,
+                c.name,
+                c.file,
+                c.written,
+                c.count,
+                c.capture_dropped,
+                c.error
+                    .as_deref()
+                    .map(|e| format!(" (write error: {e})"))
+                    .unwrap_or_default()
             ));
         }
         s.push_str(&format!(
