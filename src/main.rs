@@ -1,5 +1,6 @@
-//! `tqfwd [EAL options] -- [options]`: parses the application options
-//! (before EAL, so `--help` needs no DPDK), initialises EAL, runs the
+//! `tqfwd [EAL options] -- [options]`: parses the application options and
+//! the `--config` file (before EAL, so `--help`, `--completions`, `--man`
+//! and bad files need no DPDK), initialises EAL, runs the
 //! forwarder, prints the summary, writes `--stats-json`.
 //!
 //! Exit codes: 0 = forwarded and both end checks held (conservation,
@@ -26,15 +27,21 @@ fn main() -> ExitCode {
         .init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
-    let mut opts = match cli::parse_options(&split.app) {
-        Ok(o) => o,
+    let (mut opts, eal_args) = match cli::parse_invocation(&split.app) {
+        // The config file's EAL arguments go before the command line's.
+        Ok(inv) => {
+            let mut eal = split.eal[..1].to_vec();
+            eal.extend(inv.file_eal);
+            eal.extend(split.eal[1..].iter().cloned());
+            (inv.options, eal)
+        }
         Err(cli::ParseOutcome::Help(help)) => {
             print!("{help}");
             return ExitCode::SUCCESS;
         }
         Err(cli::ParseOutcome::Usage(line)) => return usage_error(&line),
     };
-    opts.devices = cli::requested_devices(&split.eal);
+    opts.devices = cli::requested_devices(&eal_args);
     // Output paths are opened before EAL: a path that cannot take the
     // report is a usage error before anything runs.
     let mut stats_json = match opts
@@ -53,7 +60,7 @@ fn main() -> ExitCode {
         eprintln!("tqfwd: error: cannot install signal handlers: {e}");
         return ExitCode::from(1);
     }
-    let eal = match Eal::init(&split.eal) {
+    let eal = match Eal::init(&eal_args) {
         Ok(e) => e,
         Err(e) => {
             return usage_error(&format!(
