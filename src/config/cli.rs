@@ -74,6 +74,9 @@ Usage: tqfwd [EAL options] -- [options]
 EAL options come first and go to rte_eal_init unchanged, e.g.
   -l 0-1 --no-pci --vdev=net_null0 --vdev=net_null1          (virtual ports)
   -l 2-5 -a 0000:3b:00.0 -a 0000:3b:00.1 --file-prefix tq    (bound NICs)
+--config FILE, --completions SHELL and --man may also stand before `--` (EAL has no
+options of those names). With --config, the file's eal list goes before the EAL options
+on the command line; every application option on the command line replaces the file's.
 Ports are paired like l2fwd: 0<->1, 2<->3; an odd last port forwards to itself.
 Default lcore split: 1 lcore = everything on main; 2 lcores = main RX+TX, the other worker;
 3+ lcores = main RX, last TX, the rest workers.";
