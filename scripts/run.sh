@@ -93,7 +93,7 @@ export PEER_MEM_ARGS
 for dev in "${PCI_DEVICES[@]}"; do
     sys=/sys/bus/pci/devices/$dev
     if [ ! -e "$sys" ]; then
-        echo "run: PCI device $dev not found (set TQ_PCI0/TQ_PCI1; scripts/numa.sh lists the NICs)" >&2
+        echo "run: PCI device $dev not found (put your addresses in a copy of $preset; scripts/numa.sh lists the NICs)" >&2
         exit 1
     fi
     drv=$(basename "$(readlink "$sys/driver" 2>/dev/null)" 2>/dev/null || true)
