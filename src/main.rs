@@ -21,6 +21,21 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Prints `--help`, `--completions` or `--man` text: exit 0, or 1 with one
+/// line when stdout cannot take it (a full disk); a reader that closed the
+/// pipe early is not an error.
+fn print_text(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tqfwd: error: stdout: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("info"))
         .format_timestamp(None)
@@ -35,10 +50,7 @@ fn main() -> ExitCode {
             eal.extend(split.eal[1..].iter().cloned());
             (inv.options, eal)
         }
-        Err(cli::ParseOutcome::Help(help)) => {
-            print!("{help}");
-            return ExitCode::SUCCESS;
-        }
+        Err(cli::ParseOutcome::Help(text)) => return print_text(&text),
         Err(cli::ParseOutcome::Usage(line)) => return usage_error(&line),
     };
     opts.devices = cli::requested_devices(&eal_args);

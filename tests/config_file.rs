@@ -141,3 +141,23 @@ fn completions_and_man_page_need_no_eal() {
     let run = run_raw(&["--completions", "tcsh"], Duration::from_secs(10));
     assert_eq!(run.code(), 2, "{}", run.describe());
 }
+
+/// A man page or script that cannot be written (a full disk) is one error
+/// line and exit 1, not a panic.
+#[test]
+fn generated_text_to_a_full_disk_is_one_line() {
+    let full = std::fs::File::options().write(true).open("/dev/full");
+    let Ok(full) = full else {
+        return skip_test("generated_text_to_a_full_disk_is_one_line", "no /dev/full");
+    };
+    let out = std::process::Command::new(bin())
+        .arg("--man")
+        .stdout(full)
+        .output()
+        .expect("run tqfwd");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.starts_with("tqfwd: error: stdout:"), "{err}");
+}
