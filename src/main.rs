@@ -75,10 +75,17 @@ fn main() -> ExitCode {
     let eal = match Eal::init(&eal_args) {
         Ok(e) => e,
         Err(e) => {
+            let from_file = match opts.config.as_deref() {
+                Some(f) => format!(
+                    "; they are {}'s eal list followed by the command line's, and DPDK refuses some options twice (-l)",
+                    f.display()
+                ),
+                None => String::new(),
+            };
             return usage_error(&format!(
-                "EAL initialisation failed ({}): check the EAL options before `--` (e.g. -l 0-1 --no-pci --vdev=net_null0)",
+                "EAL initialisation failed ({}): check the EAL options before `--` (e.g. -l 0-1 --no-pci --vdev=net_null0){from_file}",
                 e.text
-            ))
+            ));
         }
     };
     log::info!(

@@ -161,3 +161,28 @@ fn generated_text_to_a_full_disk_is_one_line() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.starts_with("tqfwd: error: stdout:"), "{err}");
 }
+
+/// EAL arguments are the file's, then the command line's: an option DPDK
+/// refuses twice (`-l` in both) is exit 2 pointing at the file.
+#[test]
+fn eal_option_in_file_and_command_line_names_the_file() {
+    let _g = serial();
+    let dir = scratch("cfgeal");
+    let cfg = write(&dir, "eal.toml", "eal = [\"-l\", \"0-1\"]\n");
+    let mut args = vec!["--config".to_string(), cfg.clone()];
+    args.extend(eal_args("0", &["net_null0".to_string()]));
+    args.extend(["--".into(), "--duration".into(), "1".into()]);
+    let refs: Vec<&str> = args.iter().map(|s| s.as_str()).collect();
+    let run = run_raw(&refs, Duration::from_secs(30));
+    assert_eq!(run.code(), 2, "{}", run.describe());
+    let last = run
+        .stderr
+        .lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    assert!(
+        last.starts_with("tqfwd: error: EAL initialisation failed") && last.contains(&cfg),
+        "{}",
+        run.describe()
+    );
+}
