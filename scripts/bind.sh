@@ -87,7 +87,7 @@ for dev in "${devs[@]}"; do
     if [ "$vendor" = 0x15b3 ] || [ "$cur" = mlx5_core ]; then
         echo "bind: $dev: NVIDIA/Mellanox (mlx5) port: refusing. mlx5 is bifurcated: DPDK's mlx5 PMD works" >&2
         echo "      on top of the kernel driver mlx5_core through rdma-core (ibverbs-providers). Leave it on" >&2
-        echo "      mlx5_core and pass it with -a $dev (dpdk-config/cx6dx.conf)." >&2
+        echo "      mlx5_core and pass it with -a $dev (dpdk-config/cx6dx.toml)." >&2
         refused=1
         continue
     fi

@@ -1,23 +1,26 @@
 #!/usr/bin/env bash
-# Runs tqfwd with a preset from dpdk-config/ (one file per target: e810,
-# cx6dx, null, pcap, memif, af_packet).
+# Runs tqfwd with a preset from dpdk-config/ (one per target: e810, cx6dx,
+# null, pcap, memif, af_packet).
 #
-#   scripts/run.sh dpdk-config/<preset>.conf [extra tqfwd options]
-#   scripts/run.sh dpdk-config/pcap.conf --duration 5 --backend ring
+#   scripts/run.sh dpdk-config/<preset>.toml [extra tqfwd options]
+#   scripts/run.sh dpdk-config/pcap.toml --duration 5 --backend ring
 #
-# Sources the preset, checks huge pages (hardware presets need them;
-# software presets fall back to --no-huge -m NO_HUGE_MB), checks that PCI
-# devices sit on the expected driver, prints the exact command and runs it.
-# Extra options replace the preset's option of the same name (--peer-mac
-# adds). A preset may define preset_setup (before tqfwd), preset_start_peers
-# (after tqfwd started in the background) and preset_teardown (after tqfwd
-# exited, also on errors and Ctrl-C, which goes to tqfwd only).
+# The preset's .toml is a tqfwd config file (options and EAL arguments) and
+# is run as `tqfwd --config PRESET [memory options] -- [extra options]`:
+# an extra option replaces the preset's value of that option (a repeatable
+# one, like --peer-mac or --class, the preset's whole list). The .sh beside
+# it is this script's part: PRESET_KIND (hardware presets need huge pages,
+# software ones fall back to --no-huge -m NO_HUGE_MB), EXPECT_DRIVER for
+# the PCI devices the preset allows (`-a`), and optional hooks:
+# preset_setup (before tqfwd), preset_start_peers (after tqfwd started in
+# the background), preset_teardown (after tqfwd exited, also on errors and
+# Ctrl-C, which goes to tqfwd only). Prints the exact command and runs it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 usage() {
-    echo "usage: $0 dpdk-config/<preset>.conf [extra tqfwd options]" >&2
-    echo "presets: $(cd dpdk-config && ls ./*.conf | sed 's|^\./||' | tr '\n' ' ')" >&2
+    echo "usage: $0 dpdk-config/<preset>.toml [extra tqfwd options]" >&2
+    echo "presets: $(cd dpdk-config && ls ./*.toml | sed 's|^\./||' | tr '\n' ' ')" >&2
     exit 2
 }
 [ $# -ge 1 ] || usage
@@ -25,22 +28,24 @@ case "$1" in -h|--help) usage ;; esac
 preset=$1
 shift
 [ -f "$preset" ] || { echo "run: no such preset file: $preset" >&2; usage; }
+case "$preset" in *.toml) ;; *) echo "run: a preset is a tqfwd config file (.toml): $preset" >&2; usage ;; esac
 
 export TQFWD_BIN_DIR=${TQFWD_BIN_DIR:-target/release}
 
-# Preset defaults (a preset overrides what it needs).
+# Preset defaults (the preset's .sh overrides what it needs).
 PRESET_KIND=software
-LCORES=0-1
-EAL_ARGS=()
-TQFWD_ARGS=()
 NO_HUGE_MB=512
 HUGE_MIN_MB=256      # software presets: tqfwd's pool is ~40 MB
-PCI_DEVICES=()
 EXPECT_DRIVER=
 PEER_PIDS=()
-# shellcheck source=/dev/null
-source "$preset"
-name=$(basename "$preset" .conf)
+name=$(basename "$preset" .toml)
+hooks=${preset%.toml}.sh
+if [ -f "$hooks" ]; then
+    # shellcheck source=/dev/null
+    source "$hooks"
+fi
+# The PCI devices the preset allows: the values of "-a"/"--allow" in its eal list.
+mapfile -t PCI_DEVICES < <(grep -v '^ *#' "$preset" | grep -oE '"(-a|--allow)", *"[^",]+' | sed -E 's/.*"//')
 
 # --- binaries ---
 if [ ! -x "$TQFWD_BIN_DIR/tqfwd" ] || [ ! -x "$TQFWD_BIN_DIR/tqfwd-gen" ] || [ ! -x "$TQFWD_BIN_DIR/tqfwd-udp-peer" ]; then
@@ -48,45 +53,15 @@ if [ ! -x "$TQFWD_BIN_DIR/tqfwd" ] || [ ! -x "$TQFWD_BIN_DIR/tqfwd-gen" ] || [ !
     cargo build --release --bins --features testkit
 fi
 
-# --- merge options: the user's replace the preset's of the same name ---
-# (tqfwd rejects a single-valued option given twice). Which options take no
-# value and which may repeat is read from `tqfwd --help`.
-help=$("$TQFWD_BIN_DIR/tqfwd" --help 2>/dev/null || true)
-declare -A is_flag=() is_repeatable=()
-while read -r o; do [ -n "$o" ] && is_flag[$o]=1; done < <(sed -nE 's/^ +(-[a-zA-Z], )?(--[a-z0-9-]+)$/\2/p' <<< "$help")
-while read -r o; do [ -n "$o" ] && is_repeatable[$o]=1; done < <(awk '/^ +(-[a-zA-Z], )?--[a-z0-9-]+/ {opt = ($1 ~ /^--/) ? $1 : $2} /\(repeatable\)/ {print opt}' <<< "$help")
-flag_only() { [ -n "${is_flag[$1]:-}" ]; }
-declare -A overridden=()
+# The run's --duration (the peers of some presets size their traffic to it).
 RUN_DURATION=
 prev=
 for a in "$@"; do
-    key=${a%%=*}
-    if [[ "$a" == --* ]] && [ -z "${is_repeatable[$key]:-}" ]; then
-        overridden[$key]=1
-    fi
     [ "$prev" = --duration ] && RUN_DURATION=$a
     case "$a" in --duration=*) RUN_DURATION=${a#--duration=} ;; esac
     prev=$a
 done
-app=()
-skip_next=0
-for a in "${TQFWD_ARGS[@]}"; do
-    if [ "$skip_next" = 1 ]; then skip_next=0; continue; fi
-    key=${a%%=*}
-    if [[ "$a" == --* ]] && [ -n "${overridden[$key]:-}" ]; then
-        [[ "$a" != *=* ]] && ! flag_only "$a" && skip_next=1
-        continue
-    fi
-    app+=("$a")
-done
-# the preset's own --duration counts when the user gave none
-if [ -z "$RUN_DURATION" ]; then
-    for ((i = 0; i < ${#app[@]}; i++)); do
-        [ "${app[$i]}" = --duration ] && RUN_DURATION=${app[$((i + 1))]:-}
-    done
-fi
 export RUN_DURATION
-app+=("$@")
 
 # --- huge pages ---
 free_pages=$(awk '/^HugePages_Free:/ {print $2}' /proc/meminfo)
@@ -118,7 +93,7 @@ export PEER_MEM_ARGS
 for dev in "${PCI_DEVICES[@]}"; do
     sys=/sys/bus/pci/devices/$dev
     if [ ! -e "$sys" ]; then
-        echo "run: PCI device $dev not found (set TQ_PCI0/TQ_PCI1; scripts/numa.sh lists the NICs)" >&2
+        echo "run: PCI device $dev not found (put your addresses in a copy of $preset; scripts/numa.sh lists the NICs)" >&2
         exit 1
     fi
     drv=$(basename "$(readlink "$sys/driver" 2>/dev/null)" 2>/dev/null || true)
@@ -127,10 +102,11 @@ for dev in "${PCI_DEVICES[@]}"; do
         exit 1
     fi
     node=$(cat "$sys/numa_node" 2>/dev/null || echo -1)
-    echo "run: $dev driver $drv NUMA node $node (lcores $LCORES: scripts/numa.sh -l $LCORES)"
+    echo "run: $dev driver $drv NUMA node $node (check the preset's -l with scripts/numa.sh)"
 done
 
-cmd=("$TQFWD_BIN_DIR/tqfwd" -l "$LCORES" "${EAL_ARGS[@]}" "${MEM_ARGS[@]}" -- "${app[@]}")
+# the preset's EAL arguments first, then the memory options
+cmd=("$TQFWD_BIN_DIR/tqfwd" --config "$preset" "${MEM_ARGS[@]}" -- "$@")
 show=
 for a in "${cmd[@]}"; do
     if [[ "$a" =~ ^[A-Za-z0-9_./:=,@+%-]+$ ]]; then show+="$a "; else show+="$(printf '%q' "$a") "; fi

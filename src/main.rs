@@ -1,5 +1,6 @@
-//! `tqfwd [EAL options] -- [options]`: parses the application options
-//! (before EAL, so `--help` needs no DPDK), initialises EAL, runs the
+//! `tqfwd [EAL options] -- [options]`: parses the application options and
+//! the `--config` file (before EAL, so `--help`, `--completions`, `--man`
+//! and bad files need no DPDK), initialises EAL, runs the
 //! forwarder, prints the summary, writes `--stats-json`.
 //!
 //! Exit codes: 0 = forwarded and both end checks held (conservation,
@@ -21,19 +22,37 @@ fn usage_error(msg: &str) -> ExitCode {
     ExitCode::from(2)
 }
 
+/// Prints `--help`, `--completions` or `--man` text: exit 0, or 1 with one
+/// line when stdout cannot take it (a full disk); a reader that closed the
+/// pipe early is not an error.
+fn print_text(text: &str) -> ExitCode {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(text.as_bytes()).and_then(|_| out.flush()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("tqfwd: error: stdout: {e}");
+            ExitCode::from(1)
+        }
+    }
+}
+
 fn main() -> ExitCode {
     tqfwd::report::logging::init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
-    let mut opts = match cli::parse_options(&split.app) {
-        Ok(o) => o,
-        Err(cli::ParseOutcome::Help(help)) => {
-            print!("{help}");
-            return ExitCode::SUCCESS;
+    let (mut opts, eal_args) = match cli::parse_invocation(&split.app) {
+        // The config file's EAL arguments go before the command line's.
+        Ok(inv) => {
+            let mut eal = split.eal[..1].to_vec();
+            eal.extend(inv.file_eal);
+            eal.extend(split.eal[1..].iter().cloned());
+            (inv.options, eal)
         }
+        Err(cli::ParseOutcome::Help(text)) => return print_text(&text),
         Err(cli::ParseOutcome::Usage(line)) => return usage_error(&line),
     };
-    opts.devices = cli::requested_devices(&split.eal);
+    opts.devices = cli::requested_devices(&eal_args);
     // Output paths are opened before EAL: a path that cannot take the
     // report is a usage error before anything runs.
     let mut stats_json = match opts
@@ -63,13 +82,20 @@ fn main() -> ExitCode {
         eprintln!("tqfwd: error: cannot install signal handlers: {e}");
         return ExitCode::from(1);
     }
-    let mut eal = match Eal::init(&split.eal) {
+    let mut eal = match Eal::init(&eal_args) {
         Ok(e) => e,
         Err(e) => {
+            let from_file = match opts.config.as_deref() {
+                Some(f) => format!(
+                    "; they are {}'s eal list followed by the command line's, and DPDK refuses some options twice (-l)",
+                    f.display()
+                ),
+                None => String::new(),
+            };
             return usage_error(&format!(
-                "EAL initialisation failed ({}): check the EAL options before `--` (e.g. -l 0-1 --no-pci --vdev=net_null0)",
+                "EAL initialisation failed ({}): check the EAL options before `--` (e.g. -l 0-1 --no-pci --vdev=net_null0){from_file}",
                 e.text
-            ))
+            ));
         }
     };
     if opts.pdump {

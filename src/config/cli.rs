@@ -9,7 +9,7 @@ use crate::config::class::{parse_class, ClassSpec};
 use crate::config::corelist::parse_corelist;
 use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
-use clap::{Parser, ValueEnum};
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 
@@ -75,6 +75,9 @@ Usage: tqfwd [EAL options] -- [options]
 EAL options come first and go to rte_eal_init unchanged, e.g.
   -l 0-1 --no-pci --vdev=net_null0 --vdev=net_null1          (virtual ports)
   -l 2-5 -a 0000:3b:00.0 -a 0000:3b:00.1 --file-prefix tq    (bound NICs)
+--config FILE, --completions SHELL and --man may also stand before `--` (EAL has no
+options of those names). With --config, the file's eal list goes before the EAL options
+on the command line; every application option on the command line replaces the file's.
 Ports are paired like l2fwd: 0<->1, 2<->3; an odd last port forwards to itself.
 Default lcore split: 1 lcore = everything on main; 2 lcores = main RX+TX, the other worker;
 3+ lcores = main RX, last TX, the rest workers.";
@@ -207,6 +210,18 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
     pub link_timeout: f64,
 
+    /// Read options from a TOML file (keys = the long option names, e.g. burst = 64; EAL arguments in eal = [...], before any given on the command line); an option given on the command line replaces the file's value, a repeatable one the file's whole list
+    #[arg(long, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) and exit
+    #[arg(long, value_name = "SHELL")]
+    pub completions: Option<clap_complete::Shell>,
+
+    /// Print the manual page (roff) and exit
+    #[arg(long)]
+    pub man: bool,
+
     /// The devices the EAL arguments ask for (`-a`, `--allow`, `--vdev`);
     /// filled from the EAL half of the command line, see [`requested_devices`].
     #[arg(skip)]
@@ -318,8 +333,33 @@ pub struct SplitArgs {
 
 /// Splits argv at the first `--`. Without a `--`, everything is EAL's,
 /// except a lone `--help`/`-h`/`--version`/`-V`, which is ours (so
-/// `tqfwd --help` works without EAL).
+/// `tqfwd --help` works without EAL). `--config FILE`, `--completions
+/// SHELL` and `--man` are ours wherever they stand: EAL has no options of
+/// those names.
 pub fn split_args(argv: &[String]) -> SplitArgs {
+    let mut split = split_at_dashes(argv);
+    let mut eal = Vec::with_capacity(split.eal.len());
+    let mut ours = Vec::new();
+    let mut it = split.eal.drain(..);
+    eal.extend(it.next());
+    while let Some(a) = it.next() {
+        match a.as_str() {
+            "--config" | "--completions" => {
+                ours.push(a);
+                ours.extend(it.next());
+            }
+            "--man" => ours.push(a),
+            s if s.starts_with("--config=") || s.starts_with("--completions=") => ours.push(a),
+            _ => eal.push(a),
+        }
+    }
+    drop(it);
+    split.eal = eal;
+    split.app.splice(1..1, ours);
+    split
+}
+
+fn split_at_dashes(argv: &[String]) -> SplitArgs {
     let prog = argv.first().cloned().unwrap_or_else(|| "tqfwd".into());
     let rest = if argv.is_empty() { &[][..] } else { &argv[1..] };
     match rest.iter().position(|a| a == "--") {
@@ -460,25 +500,87 @@ pub enum ParseOutcome {
     Usage(String),
 }
 
-/// Parses the application options.
+/// Parses the application options (a `--config` file is not read: see
+/// [`parse_invocation`]).
 pub fn parse_options(app_args: &[String]) -> Result<Options, ParseOutcome> {
-    match Options::try_parse_from(app_args) {
-        Ok(o) => Ok(o),
-        Err(e) => match e.kind() {
-            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-                Err(ParseOutcome::Help(e.to_string()))
-            }
-            _ => {
-                let text = e.to_string();
-                let line = text
-                    .lines()
-                    .find(|l| !l.trim().is_empty())
-                    .unwrap_or("bad arguments");
-                let line = line.trim_start_matches("error: ");
-                Err(ParseOutcome::Usage(format!("{line} (see tqfwd -- --help)")))
-            }
-        },
+    let m = matches(app_args)?;
+    Options::from_arg_matches(&m).map_err(|e| usage_outcome(&e))
+}
+
+/// clap's matches for `app_args` (argv[0] first).
+pub(crate) fn matches(app_args: &[String]) -> Result<ArgMatches, ParseOutcome> {
+    Options::command()
+        .try_get_matches_from(app_args)
+        .map_err(|e| usage_outcome(&e))
+}
+
+fn usage_outcome(e: &clap::Error) -> ParseOutcome {
+    match e.kind() {
+        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+            ParseOutcome::Help(e.to_string())
+        }
+        _ => ParseOutcome::Usage(format!("{} (see tqfwd -- --help)", clap_error_line(e))),
     }
+}
+
+/// The first line of a clap error, without its `error: ` prefix.
+pub(crate) fn clap_error_line(e: &clap::Error) -> String {
+    let text = e.to_string();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("bad arguments");
+    line.trim_start_matches("error: ").to_string()
+}
+
+/// What the command line asks for once a `--config` file is merged in.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// The options: the file's, replaced by the command line's.
+    pub options: Options,
+    /// The file's `eal` arguments; they go before the command line's.
+    pub file_eal: Vec<String>,
+}
+
+/// Parses the application options and merges the `--config` file into
+/// them. `--completions` and `--man` come back as [`ParseOutcome::Help`]
+/// with the text to print.
+pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome> {
+    let m = matches(app_args)?;
+    let cli = Options::from_arg_matches(&m).map_err(|e| usage_outcome(&e))?;
+    if let Some(shell) = cli.completions {
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut Options::command(), "tqfwd", &mut out);
+        return Err(ParseOutcome::Help(
+            String::from_utf8_lossy(&out).into_owned(),
+        ));
+    }
+    if cli.man {
+        let mut out = Vec::new();
+        clap_mangen::Man::new(Options::command())
+            .render(&mut out)
+            .map_err(|e| ParseOutcome::Usage(format!("cannot render the man page: {e}")))?;
+        return Err(ParseOutcome::Help(
+            String::from_utf8_lossy(&out).into_owned(),
+        ));
+    }
+    let Some(path) = cli.config.as_deref() else {
+        return Ok(Invocation {
+            options: cli,
+            file_eal: Vec::new(),
+        });
+    };
+    let file = crate::config::file::ConfigFile::load(path).map_err(ParseOutcome::Usage)?;
+    let on_command_line =
+        |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let mut merged = vec![app_args.first().cloned().unwrap_or_else(|| "tqfwd".into())];
+    merged.extend(file.args_without(on_command_line));
+    merged.extend(app_args.iter().skip(1).cloned());
+    let options = parse_options(&merged)?;
+    Ok(Invocation {
+        options,
+        file_eal: file.eal,
+    })
 }
 
 #[cfg(test)]
@@ -532,6 +634,15 @@ mod tests {
         let c = split_args(&s(&["tqfwd", "-l", "0"]));
         assert_eq!(c.eal, s(&["tqfwd", "-l", "0"]));
         assert_eq!(c.app, s(&["tqfwd"]));
+        // --config / --completions / --man are ours before `--` too.
+        let d = split_args(&s(&[
+            "tqfwd", "--config", "f.toml", "-l", "0", "--", "--burst", "8",
+        ]));
+        assert_eq!(d.eal, s(&["tqfwd", "-l", "0"]));
+        assert_eq!(d.app, s(&["tqfwd", "--config", "f.toml", "--burst", "8"]));
+        let e = split_args(&s(&["tqfwd", "--completions=bash", "--man", "--in-memory"]));
+        assert_eq!(e.eal, s(&["tqfwd", "--in-memory"]));
+        assert_eq!(e.app, s(&["tqfwd", "--completions=bash", "--man"]));
     }
 
     #[test]

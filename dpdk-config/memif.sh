@@ -1,40 +1,10 @@
-# tqfwd preset: two net_memif ports to DPDK peers in other processes.
-# Use:  scripts/run.sh dpdk-config/memif.conf [--duration 5] [--backend ring]
-#
-#   dpdk-testpmd txonly --memif--> tqfwd port 0 ... port 1 --memif--> dpdk-testpmd rxonly
-#
-# tqfwd is the memif *server* on both links (it creates the sockets, so it
-# starts first); run.sh then starts one testpmd per link as memif client,
-# in their own sessions (Ctrl-C reaches tqfwd only), and stops them after
-# tqfwd has exited. Peer logs: target/run/memif-{gen,sink}.log.
-#
-# Three busy-polling DPDK processes share the machine: on the 2-core testbed
-# expect a fraction of a Mpps, most of it dropped at the full hand-off queue
-# (rx_handoff_full): the generator is faster than the pipeline.
-#
-# Caveat (DPDK 22.11 net_memif): a process polling a memif queue can crash
-# (SIGSEGV in eth_memif_rx) when the peer disconnects at that moment. tqfwd
-# stops polling before it closes its ports, and the peers are stopped only
-# after tqfwd has gone; a peer may still crash then (harmless here).
+# scripts/run.sh's part of the memif preset (memif.toml holds tqfwd's
+# options and EAL arguments): two dpdk-testpmd memif clients as peers,
+# started once tqfwd has created the sockets, stopped after it exited.
 
 PRESET_KIND=software
-LCORES=0-1
-MEMIF_DIR=${MEMIF_DIR:-/tmp/tqfwd-memif}
-EAL_ARGS=(
-    --no-pci
-    # socket-abstract=no: real socket files under $MEMIF_DIR (22.11 defaults
-    # to the abstract namespace); id=0 on both ends of each link
-    --vdev="net_memif0,role=server,socket=$MEMIF_DIR/gen.sock,socket-abstract=no,id=0"
-    --vdev="net_memif1,role=server,socket=$MEMIF_DIR/sink.sock,socket-abstract=no,id=0"
-)
+MEMIF_DIR=/tmp/tqfwd-memif   # the socket directory in memif.toml's vdevs
 NO_HUGE_MB=512
-TQFWD_ARGS=(
-    --rx-lcores 0 --worker-lcores 1 --tx-lcores 0
-    --burst 32
-    --depth 2048
-    --on-full drop            # the generator never waits: count what does not fit
-    --link-timeout 10         # wait for both testpmds to connect before forwarding
-)
 
 preset_setup() {
     mkdir -p "$MEMIF_DIR" target/run

@@ -1,0 +1,279 @@
+//! The `--config FILE`: a TOML file whose keys are tqfwd's long option
+//! names, turned into the command-line arguments they stand for.
+//!
+//! Every key is checked against clap's own definition of the option (so
+//! the file and the command line cannot drift apart): flags take `true` or
+//! `false`, single-valued options one number or string, repeatable options a
+//! list (or one value). `eal` holds the EAL arguments. Each key's value is
+//! validated on its own by the option's parser, so a bad value is reported
+//! with the key, the file and the line. Errors are one line each.
+
+use crate::config::cli::{clap_error_line, Options};
+use clap::{ArgAction, CommandFactory};
+use std::collections::BTreeMap;
+use std::path::Path;
+use toml::{Spanned, Value};
+
+/// Options that make no sense in a file: they read files or print and exit.
+const NOT_IN_FILE: &[&str] = &["config", "completions", "man", "help", "version"];
+
+/// A loaded config file.
+#[derive(Debug, Clone, Default)]
+pub struct ConfigFile {
+    /// `eal = [...]`: EAL arguments, in order.
+    pub eal: Vec<String>,
+    /// Per key (clap's argument id), the arguments it stands for
+    /// (`--burst=64`), in file order.
+    pub args: Vec<(String, Vec<String>)>,
+}
+
+impl ConfigFile {
+    /// Reads and checks `path`. The error is one line naming the file and,
+    /// where one is at fault, the key and its line.
+    pub fn load(path: &Path) -> Result<Self, String> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            format!(
+                "--config {}: cannot read the file: {e}",
+                path.to_string_lossy()
+            )
+        })?;
+        Self::parse(&text, &path.to_string_lossy())
+    }
+
+    /// Checks the TOML `text` of the file named `name` (for messages).
+    pub fn parse(text: &str, name: &str) -> Result<Self, String> {
+        let table: BTreeMap<String, Spanned<Value>> = toml::from_str(text).map_err(|e| {
+            let at = e
+                .span()
+                .map(|s| format!(" line {}", line_of(text, s.start)))
+                .unwrap_or_default();
+            let msg = e.message().lines().next().unwrap_or("not TOML").trim();
+            format!("config file {name}{at}: {msg}")
+        })?;
+        let mut keys: Vec<(&String, &Spanned<Value>)> = table.iter().collect();
+        keys.sort_by_key(|(_, v)| v.span().start);
+        let cmd = Options::command();
+        let mut file = ConfigFile::default();
+        for (key, value) in keys {
+            let line = line_of(text, value.span().start);
+            let fail =
+                |what: String| format!("config file {name} line {line}: key '{key}': {what}");
+            if key == "eal" {
+                file.eal = eal_args(value.get_ref()).map_err(fail)?;
+                continue;
+            }
+            let arg = cmd
+                .get_arguments()
+                .find(|a| a.get_long() == Some(key.as_str()))
+                .filter(|a| !NOT_IN_FILE.contains(&a.get_id().as_str()))
+                .ok_or_else(|| {
+                    fail("unknown key (keys are the long option names of tqfwd -- --help without the dashes, e.g. burst = 64; EAL arguments go in eal = [...])".into())
+                })?;
+            let args = key_args(key, arg.get_action(), value.get_ref()).map_err(&fail)?;
+            // The option's own parser judges the value, alone.
+            let argv = std::iter::once("tqfwd".to_string()).chain(args.iter().cloned());
+            if let Err(e) = Options::command().try_get_matches_from(argv) {
+                return Err(fail(clap_error_line(&e)));
+            }
+            file.args.push((arg.get_id().to_string(), args));
+        }
+        Ok(file)
+    }
+
+    /// The file's arguments, without those of the options for which
+    /// `on_command_line(id)` holds (the command line replaces them).
+    pub fn args_without(&self, on_command_line: impl Fn(&str) -> bool) -> Vec<String> {
+        self.args
+            .iter()
+            .filter(|(id, _)| !on_command_line(id))
+            .flat_map(|(_, a)| a.iter().cloned())
+            .collect()
+    }
+}
+
+/// 1-based line of byte offset `at`.
+fn line_of(text: &str, at: usize) -> usize {
+    text.as_bytes()[..at.min(text.len())]
+        .iter()
+        .filter(|&&b| b == b'\n')
+        .count()
+        + 1
+}
+
+/// A number or string as the command line would spell it.
+fn scalar(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Integer(i) => Some(i.to_string()),
+        Value::Float(f) => Some(f.to_string()),
+        _ => None,
+    }
+}
+
+fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::String(_) => "a string",
+        Value::Integer(_) => "an integer",
+        Value::Float(_) => "a float",
+        Value::Boolean(_) => "true/false",
+        Value::Datetime(_) => "a date",
+        Value::Array(_) => "a list",
+        Value::Table(_) => "a table",
+    }
+}
+
+fn eal_args(v: &Value) -> Result<Vec<String>, String> {
+    let wrong = || {
+        format!(
+            "must be a list of strings (EAL arguments, e.g. eal = [\"-l\", \"0-1\", \"--vdev=net_null0\"]), not {}",
+            type_name(v)
+        )
+    };
+    let Value::Array(items) = v else {
+        return Err(wrong());
+    };
+    items
+        .iter()
+        .map(|i| match i {
+            Value::String(_) | Value::Integer(_) => Ok(scalar(i).unwrap_or_default()),
+            _ => Err(wrong()),
+        })
+        .collect()
+}
+
+/// The command-line arguments for `key = v`.
+fn key_args(key: &str, action: &ArgAction, v: &Value) -> Result<Vec<String>, String> {
+    match action {
+        ArgAction::SetTrue => match v {
+            Value::Boolean(true) => Ok(vec![format!("--{key}")]),
+            Value::Boolean(false) => Ok(Vec::new()),
+            _ => Err(format!(
+                "is a flag: write true or false, not {}",
+                type_name(v)
+            )),
+        },
+        ArgAction::Append => {
+            let items: &[Value] = match v {
+                Value::Array(a) => a,
+                one => std::slice::from_ref(one),
+            };
+            items
+                .iter()
+                .map(|i| {
+                    scalar(i).map(|s| format!("--{key}={s}")).ok_or_else(|| {
+                        format!(
+                            "takes a list of strings or numbers (repeatable option), not {} in the list",
+                            type_name(i)
+                        )
+                    })
+                })
+                .collect()
+        }
+        _ => scalar(v)
+            .map(|s| vec![format!("--{key}={s}")])
+            .ok_or_else(|| format!("takes one string or number, not {}", type_name(v))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::cli::{parse_invocation, Backend, ParseOutcome};
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn keys_become_arguments() {
+        let f = ConfigFile::parse(
+            "eal = [\"-l\", \"0-1\", \"--vdev=net_null0\"]\nbackend = \"ring\"\nburst = 64\nlatency = true\nno-mac-rewrite = false\npeer-mac = [\"0=02:00:00:00:00:01\", \"1=02:00:00:00:00:02\"]\nclass = \"kv:udp,dst-port=8080:1\"\nstats-interval = 0.5\n",
+            "t.toml",
+        )
+        .unwrap();
+        assert_eq!(f.eal, s(&["-l", "0-1", "--vdev=net_null0"]));
+        let all = f.args_without(|_| false);
+        assert_eq!(
+            all,
+            s(&[
+                "--backend=ring",
+                "--burst=64",
+                "--latency",
+                "--peer-mac=0=02:00:00:00:00:01",
+                "--peer-mac=1=02:00:00:00:00:02",
+                "--class=kv:udp,dst-port=8080:1",
+                "--stats-interval=0.5",
+            ])
+        );
+    }
+
+    #[test]
+    fn bad_files_name_key_file_and_line() {
+        for (text, key, line) in [
+            ("burst = 64\nbogus = 1\n", "'bogus'", 2),
+            ("burst = \"x\"\n", "'burst'", 1),
+            ("\nburst = 0\n", "'burst'", 2),
+            ("burst = [1, 2]\n", "'burst'", 1),
+            ("latency = 1\n", "'latency'", 1),
+            ("backend = true\n", "'backend'", 1),
+            ("peer-mac = [\"1=zz\"]\n", "'peer-mac'", 1),
+            ("eal = \"-l 0\"\n", "'eal'", 1),
+            ("config = \"x.toml\"\n", "'config'", 1),
+            ("man = true\n", "'man'", 1),
+            ("[section]\nburst = 1\n", "'section'", 1),
+        ] {
+            let e = ConfigFile::parse(text, "dir/t.toml").unwrap_err();
+            assert!(
+                e.contains(key) && e.contains("dir/t.toml") && e.contains(&format!("line {line}:")),
+                "{text:?}: {e}"
+            );
+            assert!(!e.contains('\n'), "{e}");
+        }
+        let e = ConfigFile::parse("burst = \n", "t.toml").unwrap_err();
+        assert!(e.contains("t.toml line 1") && !e.contains('\n'), "{e}");
+    }
+
+    #[test]
+    fn command_line_replaces_file_values() {
+        let dir = std::env::temp_dir().join(format!("tqfwd-cfg-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            "eal = [\"--no-pci\"]\nbackend = \"ring\"\nburst = 64\nclass = [\"a:udp:1\", \"b:tcp:1\"]\npeer-mac = [\"0=02:00:00:00:00:01\"]\n",
+        )
+        .unwrap();
+        let p = path.to_string_lossy().to_string();
+        let inv = parse_invocation(&s(&[
+            "tqfwd", "--config", &p, "--burst", "8", "--class", "c:udp:1",
+        ]))
+        .unwrap();
+        assert_eq!(inv.options.backend, Backend::Ring);
+        assert_eq!(inv.options.burst, 8);
+        assert_eq!(inv.options.class.len(), 1);
+        assert_eq!(inv.options.class[0].name, "c");
+        assert_eq!(inv.options.peer_mac.len(), 1);
+        assert_eq!(inv.file_eal, s(&["--no-pci"]));
+        let missing = parse_invocation(&s(&["tqfwd", "--config", "/nonexistent/x.toml"]));
+        assert!(
+            matches!(&missing, Err(ParseOutcome::Usage(l)) if l.contains("/nonexistent/x.toml")),
+            "{missing:?}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn shipped_presets_parse() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("dpdk-config");
+        let mut n = 0;
+        for e in std::fs::read_dir(&dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.extension().is_some_and(|x| x == "toml") {
+                let f = ConfigFile::load(&p).unwrap_or_else(|e| panic!("{e}"));
+                assert!(!f.eal.is_empty(), "{}: no eal", p.display());
+                n += 1;
+            }
+        }
+        assert!(n >= 6, "{n} presets");
+    }
+}
