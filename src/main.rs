@@ -16,6 +16,7 @@ use tqfwd::dpdk::{self, Eal};
 use tqfwd::error::RunError;
 use tqfwd::report::metrics::MetricsListener;
 use tqfwd::report::output::{OutputFile, WRITE_STALL_LIMIT};
+use tqfwd::report::stats::Report;
 
 fn usage_error(msg: &str) -> ExitCode {
     eprintln!("tqfwd: error: {msg}");
@@ -37,6 +38,59 @@ fn print_text(text: &str) -> ExitCode {
     }
 }
 
+/// What is opened before EAL, so that a path or address that cannot be
+/// used is a usage error before anything runs.
+struct Outputs {
+    stats_json: Option<OutputFile>,
+    /// An address in use fails here.
+    metrics: Option<MetricsListener>,
+    captures: Vec<tqfwd::report::capture::CaptureFile>,
+}
+
+impl Outputs {
+    fn open(opts: &cli::Options) -> Result<Outputs, String> {
+        let stats_json = opts
+            .stats_json
+            .as_deref()
+            .map(|p| OutputFile::open("--stats-json", p))
+            .transpose()?;
+        let metrics = opts.metrics.map(MetricsListener::bind).transpose()?;
+        let captures = tqfwd::report::capture::open_files(&opts.capture)?;
+        Ok(Outputs {
+            stats_json,
+            metrics,
+            captures,
+        })
+    }
+}
+
+/// The summary to stdout (or stderr when stdout fails: a closed pipe, a
+/// full disk; the run's accounting is never lost), then the JSON.
+fn write_report(report: &Report, stats_json: Option<&mut OutputFile>) -> Result<(), ExitCode> {
+    let summary = report.summary();
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = out.write_all(summary.as_bytes()).and_then(|_| out.flush()) {
+        eprintln!("tqfwd: warning: stdout: {e}; summary follows on stderr");
+        eprint!("{summary}");
+    }
+    drop(out);
+    if let Some(out) = stats_json {
+        let json = serde_json::to_string_pretty(report).expect("report serialises");
+        // A FIFO whose reader stalls gets a bounded wait, cut short by one
+        // more stop signal.
+        let signals = dpdk::signal::stop_signals();
+        if let Err(line) =
+            out.write_all_bounded((json + "\n").as_bytes(), WRITE_STALL_LIMIT, || {
+                dpdk::signal::stop_signals() > signals
+            })
+        {
+            eprintln!("tqfwd: error: {line}; the summary above has the run's counts");
+            return Err(ExitCode::from(1));
+        }
+    }
+    Ok(())
+}
+
 fn main() -> ExitCode {
     tqfwd::report::logging::init();
     let argv: Vec<String> = std::env::args().collect();
@@ -53,26 +107,12 @@ fn main() -> ExitCode {
         Err(cli::ParseOutcome::Usage(line)) => return usage_error(&line),
     };
     opts.devices = cli::requested_devices(&eal_args);
-    // Output paths are opened before EAL: a path that cannot take the
-    // report is a usage error before anything runs.
-    let mut stats_json = match opts
-        .stats_json
-        .as_deref()
-        .map(|p| OutputFile::open("--stats-json", p))
-    {
-        None => None,
-        Some(Ok(f)) => Some(f),
-        Some(Err(line)) => return usage_error(&line),
-    };
-    // So is the metrics socket: an address in use fails here.
-    let metrics = match opts.metrics.map(MetricsListener::bind) {
-        None => None,
-        Some(Ok(m)) => Some(m),
-        Some(Err(line)) => return usage_error(&line),
-    };
-
-    let captures = match tqfwd::report::capture::open_files(&opts.capture) {
-        Ok(c) => c,
+    let Outputs {
+        mut stats_json,
+        metrics,
+        captures,
+    } = match Outputs::open(&opts) {
+        Ok(o) => o,
         Err(line) => return usage_error(&line),
     };
 
@@ -121,28 +161,8 @@ fn main() -> ExitCode {
         }
     };
 
-    // The summary goes to stdout, or to stderr when stdout fails (a closed
-    // pipe, a full disk): the run's accounting is never lost.
-    let summary = report.summary();
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = out.write_all(summary.as_bytes()).and_then(|_| out.flush()) {
-        eprintln!("tqfwd: warning: stdout: {e}; summary follows on stderr");
-        eprint!("{summary}");
-    }
-    drop(out);
-    if let Some(out) = stats_json.as_mut() {
-        let json = serde_json::to_string_pretty(&report).expect("report serialises");
-        // A FIFO whose reader stalls gets a bounded wait, cut short by one
-        // more stop signal.
-        let signals = dpdk::signal::stop_signals();
-        if let Err(line) =
-            out.write_all_bounded((json + "\n").as_bytes(), WRITE_STALL_LIMIT, || {
-                dpdk::signal::stop_signals() > signals
-            })
-        {
-            eprintln!("tqfwd: error: {line}; the summary above has the run's counts");
-            return ExitCode::from(1);
-        }
+    if let Err(code) = write_report(&report, stats_json.as_mut()) {
+        return code;
     }
     if report.conservation_ok && report.mbufs_in_use == 0 {
         ExitCode::SUCCESS
