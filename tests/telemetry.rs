@@ -5,31 +5,8 @@
 mod common;
 
 use common::*;
-use std::io::Write;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
-
-fn query(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
-    let mut child = Command::new("dpdk-telemetry.py")
-        .args(["-f", prefix])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("dpdk-telemetry.py (package dpdk) runs");
-    {
-        let mut stdin = child.stdin.take().unwrap();
-        for c in cmds {
-            writeln!(stdin, "{c}").unwrap();
-        }
-    }
-    let out = child.wait_with_output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    text.lines()
-        .filter(|l| l.starts_with("{\"/tqfwd"))
-        .map(|l| serde_json::from_str(l).expect("telemetry JSON"))
-        .collect()
-}
 
 #[test]
 fn telemetry_reports_live_counters() {

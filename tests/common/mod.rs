@@ -691,3 +691,29 @@ pub fn one_way_pcap_ports(dir: &Path, frames: &[Vec<u8>]) -> Vec<String> {
         ),
     ]
 }
+
+/// Asks a running DPDK process (file prefix `prefix`) the telemetry
+/// commands `cmds` through DPDK's own `dpdk-telemetry.py`; returns the
+/// `/tqfwd/*` answers in order.
+pub fn query(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
+    let mut child = std::process::Command::new("dpdk-telemetry.py")
+        .args(["-f", prefix])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dpdk-telemetry.py (package dpdk) runs");
+    {
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        for c in cmds {
+            writeln!(stdin, "{c}").unwrap();
+        }
+    }
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    text.lines()
+        .filter(|l| l.starts_with("{\"/tqfwd"))
+        .map(|l| serde_json::from_str(l).expect("telemetry JSON"))
+        .collect()
+}
