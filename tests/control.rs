@@ -8,7 +8,7 @@
 mod common;
 
 use common::*;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// One command's answer (the value under its name).
@@ -39,20 +39,22 @@ fn clear_port_stop_start_and_log_level() {
         ],
     );
     let prefix = eal[eal.iter().position(|a| a == "--file-prefix").unwrap() + 1].clone();
-    let mut child = Command::new(bin())
-        .args(&eal)
-        .arg("--")
-        .args(["--duration", "8", "--stats-interval", "0", "--stats-json"])
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    // Long enough for every query on a slow machine; SIGINT ends it (and
+    // dropping the Proc kills it if an assertion fails first).
+    let mut p = Proc::spawn(
+        "tqfwd",
+        Command::new(bin())
+            .args(&eal)
+            .arg("--")
+            .args(["--duration", "120", "--stats-interval", "0", "--stats-json"])
+            .arg(&json),
+    );
     let start = Instant::now();
     loop {
         assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no telemetry answer"
+            start.elapsed() < Duration::from_secs(20) && p.exited().is_none(),
+            "no telemetry answer\n{}",
+            p.text()
         );
         std::thread::sleep(Duration::from_millis(300));
         if let Some(v) = query(&prefix, &["/tqfwd/stats"]).first() {
@@ -119,9 +121,16 @@ fn clear_port_stop_start_and_log_level() {
         .contains("'verbose'"));
     assert_eq!(ask(&prefix, "/tqfwd/log_level,debug")["log_level"], "DEBUG");
 
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
+    assert!(
+        p.exited().is_none(),
+        "tqfwd runs until the operator stops it\n{}",
+        p.text()
+    );
+    p.signal("INT");
+    let status = p
+        .wait_exit(Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("tqfwd did not exit on SIGINT\n{}", p.text()));
+    let err = p.text();
     assert!(status.success(), "{err}");
     for line in [
         "stopped by the operator",
