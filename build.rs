@@ -54,6 +54,10 @@ fn main() {
         .map(String::from)
         .collect();
 
+    // The pdump reply gate (src/dpdk/pdump.rs): the binaries export
+    // shim.c's rte_mp_reply so that librte_pdump's call binds to it.
+    println!("cargo:rustc-link-arg-bins=-Wl,--export-dynamic-symbol=rte_mp_reply");
+
     for flag in &libs {
         if let Some(lib) = flag.strip_prefix("-l") {
             println!("cargo:rustc-link-lib=dylib={lib}");

@@ -138,7 +138,7 @@ fn main() -> ExitCode {
             ));
         }
     };
-    if opts.pdump {
+    if !opts.no_pdump {
         eal.enable_pdump();
     }
     log::info!(

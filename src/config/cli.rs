@@ -137,9 +137,9 @@ pub struct Options {
     #[arg(long = "capture", value_name = "PORT:FILE", value_parser = parse_capture)]
     pub capture: Vec<(u16, PathBuf)>,
 
-    /// Let dpdk-dumpcap / dpdk-pdump attach (rte_pdump_init; run without --in-memory, and give them the same --file-prefix). Off by default: with DPDK 22.11 a dpdk-dumpcap that attaches can crash the forwarder (README, Capture)
+    /// Do not call rte_pdump_init: dpdk-dumpcap / dpdk-pdump cannot attach. By default they can (a tqfwd started without --in-memory; give them its --file-prefix)
     #[arg(long)]
-    pub pdump: bool,
+    pub no_pdump: bool,
 
     /// Frames --capture writes per port (the first N received)
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]

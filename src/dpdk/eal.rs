@@ -137,6 +137,11 @@ impl Eal {
             );
         } else {
             self.pdump = true;
+            if !super::pdump::gate_in_place() {
+                log::warn!(
+                    "rte_mp_reply is not tqfwd's (binary linked without --export-dynamic-symbol=rte_mp_reply): a dpdk-dumpcap that detaches can crash this process (DPDK 22.11 pdump race)"
+                );
+            }
         }
     }
 

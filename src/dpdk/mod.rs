@@ -17,6 +17,7 @@ pub mod mbuf;
 pub mod memory;
 pub mod mempool;
 pub mod packet_queue;
+pub mod pdump;
 pub mod port;
 pub mod ring;
 pub mod signal;

@@ -32,3 +32,7 @@ extern const uint64_t tqfwd_tx_offload_mbuf_fast_free;
 extern const uint16_t tqfwd_mbuf_default_buf_size;
 extern const uint64_t tqfwd_rx_offload_scatter;
 extern const uint64_t tqfwd_tx_offload_multi_segs;
+
+/* 1 when shim.c's rte_mp_reply (the pdump reply gate) is the one this
+ * process calls. */
+int tqfwd_mp_reply_interposed(void);

@@ -156,6 +156,10 @@ impl Forwarding {
             .map(|ms| Duration::from_millis(ms as u64));
         let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
         let (pools, ports) = (&res.pools, &res.ports);
+        // A dpdk-dumpcap that detaches frees its pool only after every
+        // burst that could be in DPDK's pdump callback has returned.
+        let grace = gates.clone();
+        dpdk::pdump::set_reply_gate(Some(Arc::new(move || grace.quiescence.synchronize())));
         let launch = std::thread::scope(|scope| {
             // The ports are started and every lcore's stages are built: the
             // lcores poll from the launch below. Sent before the stats
@@ -220,6 +224,7 @@ impl Forwarding {
             (launch, written.unwrap_or_default())
         });
         let (launch, (capture_reports, capture_in_use)) = launch;
+        dpdk::pdump::set_reply_gate(None);
         live.running.store(false, Ordering::Relaxed);
         // Sent by the stats thread when it saw the quit; this covers a run
         // without one.
