@@ -23,8 +23,8 @@
 //! mbuf pool from it). Nothing is allocated, logged or formatted on the data path
 //! (`send*`/`recv*`); every item sent is handed out exactly once, or dropped
 //! exactly once when the last handle goes; every arena is returned to the
-//! [`UnitMemory`] that gave it when the last handle (producer or consumer) is
-//! dropped.
+//! [`UnitMemory`] that gave it when the last handle (producer, consumer or
+//! [`Probe`]) is dropped.
 //!
 //! ## Transfer units
 //!
@@ -109,6 +109,11 @@
 //!   more; only a backlog of many small units warms more.
 //! * **Empty.** `recv` returns 0 after one relaxed load when nothing is
 //!   published and the local chain is spent.
+//! * **Monitoring.** A producer adds the items of each unit it publishes
+//!   to its pool's `published` count; the consumer adds a returned unit's
+//!   items to the pool's returned items, on the line of its `returned`
+//!   count (a load and a store each, single writer). A [`Probe`] reads
+//!   the difference; nothing in the queue reads them.
 //!
 //! ## Ordering guarantee
 //!
@@ -160,6 +165,10 @@
 //! * **`next` links: `Relaxed`.** A unit's `next` is only written by the
 //!   producer before its Release publish, and only read after the Acquire
 //!   detach (by the consumer, which then owns the chain).
+//! * **Monitoring counts ([`Probe`]): `published` Relaxed, stored before
+//!   the Release publish; returned items Release, loaded Acquire by the
+//!   probe before it loads `published`.** So a probe never sees more items
+//!   returned than published. Nothing in the queue reads them.
 //! * **Teardown:** `Arc`'s Release decrement / Acquire fence before the last
 //!   drop makes every handle's writes visible to the final drop.
 //!
@@ -171,7 +180,8 @@
 //! split across producers. One producer's arena above [`MAX_ARENA_BYTES`]
 //! (1 GiB) is refused ([`QueueError::TooLarge`]): that is a mistaken
 //! `depth`/`burst`. Plus one `CachePadded` head and one `CachePadded`
-//! `returned` count per producer, and per producer 8 bytes of bookkeeping
+//! `returned` count and one `CachePadded` `published` count (for
+//! [`Probe`]) per producer, and per producer 8 bytes of bookkeeping
 //! per unit (ordinary heap, touched only for units in use). Example:
 //! 8-byte mbuf pointers, burst 32: 24 + 256 = 280 → 320 B per unit; depth
 //! 16384 with 4 producers → 4096 units × 320 B = 1.25 MiB per producer,
@@ -235,7 +245,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use self::sync::{Arc, AtomicPtr, AtomicU32, Ordering, Track};
+use self::sync::{Arc, AtomicPtr, AtomicU32, Ordering, Tally, Track};
 pub use round_robin::RoundRobin;
 
 /// Largest `burst` (items per transfer unit) accepted by [`channel`].
@@ -554,15 +564,29 @@ unsafe fn reverse(mut list: *mut Unit, stride: usize) -> *mut Unit {
 // Shared state
 // ---------------------------------------------------------------------------
 
-/// One producer's pool: its arena and how many of its units the consumer
-/// has returned so far.
+/// One producer's pool: its arena, how many of its units the consumer
+/// has returned so far, and the item counts a [`Probe`] reads.
 struct Pool {
-    /// Units of this pool returned by the consumer since the start
-    /// (wrapping). Written only by the consumer (Release), read by the
-    /// producer (Acquire) only when its cached state says it is short of
-    /// budget or of warm units.
-    returned: CachePadded<AtomicU32>,
+    /// Written only by the consumer.
+    returned: CachePadded<Returned>,
+    /// Items this producer published since the start (wrapping). Written
+    /// only by the producer (Relaxed, before the Release publish of the
+    /// unit that carries them), read only by [`Probe`]; on a line of its
+    /// own, so the producer's store stays in its cache.
+    published: CachePadded<Tally>,
     arena: NonNull<u8>,
+}
+
+/// What the consumer has given back to one producer's pool.
+struct Returned {
+    /// Units returned since the start (wrapping). Written only by the
+    /// consumer (Release), read by the producer (Acquire) only when its
+    /// cached state says it is short of budget or of warm units.
+    units: AtomicU32,
+    /// Items of those units (wrapping). Written only by the consumer
+    /// (Release, after the Acquire detach of their units), read only by
+    /// [`Probe`] (Acquire, so the `published` it reads next counts them).
+    items: Tally,
 }
 
 struct Shared<T> {
@@ -739,7 +763,11 @@ fn build<T: Send>(
             };
         }
         shared.pools.push(Pool {
-            returned: CachePadded::new(AtomicU32::new(0)),
+            returned: CachePadded::new(Returned {
+                units: AtomicU32::new(0),
+                items: Tally::new(),
+            }),
+            published: CachePadded::new(Tally::new()),
             arena,
         });
     }
@@ -968,6 +996,7 @@ impl<T: Send> Producer<T> {
     pub fn free_units(&self) -> usize {
         let returned = self.shared.pools[self.id as usize]
             .returned
+            .units
             .load(Ordering::Acquire);
         self.shared.geo.units - self.seq.wrapping_sub(returned) as usize
     }
@@ -1020,6 +1049,7 @@ impl<T> Producer<T> {
         // our refill (its Release store, see the module doc).
         let returned = self.shared.pools[self.id as usize]
             .returned
+            .units
             .load(Ordering::Acquire);
         let back = returned.wrapping_sub(self.returned_seen);
         if back == 0 {
@@ -1097,6 +1127,10 @@ impl<T> Producer<T> {
         };
         self.in_flight += n;
         self.seq = seq.wrapping_add(1);
+        // Monitoring (see `Probe`): before the Release publish of the unit.
+        self.shared.pools[self.id as usize]
+            .published
+            .add(n as u32, Ordering::Relaxed);
         // SAFETY: exclusively owned unit (caller's contract); the caller's
         // Release CAS in `push` publishes these writes with the items.
         unsafe {
@@ -1223,6 +1257,13 @@ impl<T: Send> Consumer<T> {
         self.shared.pools.len()
     }
 
+    /// A read-only view of how full the queue is, for another thread.
+    pub fn probe(&self) -> Probe<T> {
+        Probe {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Items per unit.
     pub fn burst(&self) -> usize {
         self.shared.geo.burst
@@ -1300,7 +1341,12 @@ impl<T> Consumer<T> {
         // only the last access to an atomic), the interleavings where the
         // producer reloads the count in between. With one writer the two
         // forms are equivalent; natively load + store avoids a locked RMW.
-        let returned = &self.shared.pools[producer as usize].returned;
+        let pool = &self.shared.pools[producer as usize];
+        // Monitoring: the unit's items leave the queue (see `Probe`).
+        pool.returned
+            .items
+            .add(self.count as u32, Ordering::Release);
+        let returned = &pool.returned.units;
         #[cfg(not(loom))]
         returned.store(
             returned.load(Ordering::Relaxed).wrapping_add(1),
@@ -1348,6 +1394,63 @@ impl<T> Drop for Consumer<T> {
             self.enter();
             self.drop_chain();
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Probe
+// ---------------------------------------------------------------------------
+
+/// How full a queue is, read from any thread (monitoring): it reads two
+/// counts per producer that the producer and the consumer keep as they
+/// publish and return units (one load and one store each, on lines their
+/// writer owns). A handle like the others: the queue's memory lives until
+/// the last of its producers, consumer and probes is dropped.
+pub struct Probe<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> fmt::Debug for Probe<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Probe")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+impl<T> Probe<T> {
+    /// Items in the queue: published and in units not yet returned (as for
+    /// the budget, a partly read unit counts whole until its last item is
+    /// read). A snapshot, at most [`capacity`](Self::capacity); always 0
+    /// under loom (the counts are not modelled).
+    pub fn len(&self) -> usize {
+        let units = self.shared.geo.units;
+        self.shared
+            .pools
+            .iter()
+            .map(|p| {
+                // Acquire: every unit counted returned was published, with
+                // its `published` store, before this load; so the load
+                // below reads at least as many items (never "negative").
+                let gone = p.returned.items.get(Ordering::Acquire);
+                let published = p.published.get(Ordering::Relaxed);
+                // More than the budget only when the producer published
+                // again between the two loads.
+                (published.wrapping_sub(gone) as usize).min(units)
+            })
+            .sum()
+    }
+
+    /// True when [`len`](Self::len) is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Items the queue holds at most: the producers' budgets summed
+    /// ([`items_per_producer`] each).
+    pub fn capacity(&self) -> usize {
+        self.shared.geo.units * self.shared.pools.len()
     }
 }
 
