@@ -13,52 +13,14 @@
 
 #[cfg(loom)]
 pub(super) use ::loom::sync::{
-    atomic::{AtomicPtr, AtomicU32, Ordering},
+    atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering},
     Arc,
 };
 #[cfg(not(loom))]
 pub(super) use std::sync::{
-    atomic::{AtomicPtr, AtomicU32, Ordering},
+    atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering},
     Arc,
 };
-
-/// A count written by one thread only (wrapping), read by others for
-/// monitoring ([`super::Probe`]): a load and a store, the same code as a
-/// plain counter on x86. Under loom it counts nothing (it orders nothing
-/// the queue relies on), so the model checks only the queue's protocol.
-#[cfg(not(loom))]
-pub(super) struct Tally(AtomicU32);
-
-#[cfg(not(loom))]
-impl Tally {
-    pub(super) const fn new() -> Self {
-        Tally(AtomicU32::new(0))
-    }
-    /// Adds `n`; only the tally's one writer calls it.
-    #[inline(always)]
-    pub(super) fn add(&self, n: u32, order: Ordering) {
-        self.0
-            .store(self.0.load(Ordering::Relaxed).wrapping_add(n), order);
-    }
-    pub(super) fn get(&self, order: Ordering) -> u32 {
-        self.0.load(order)
-    }
-}
-
-/// A monitoring count: nothing under loom (see the other definition).
-#[cfg(loom)]
-pub(super) struct Tally;
-
-#[cfg(loom)]
-impl Tally {
-    pub(super) fn new() -> Self {
-        Tally
-    }
-    pub(super) fn add(&self, _n: u32, _order: Ordering) {}
-    pub(super) fn get(&self, _order: Ordering) -> u32 {
-        0
-    }
-}
 
 /// Access tracker for one unit's contents (see the module doc).
 #[cfg(loom)]

@@ -61,9 +61,10 @@
 //! Hand-off queues: each queue's probe (`dpdk::QueueProbe`) reads what
 //! its two sides share: an `rte_ring`'s head and tail (`rte_ring_count`;
 //! nothing added to the datapath), or a TransferQueue's per-producer
-//! counts of items published and returned (one load and store per unit
-//! on each side, on lines the writer owns; the queue has no shared count
-//! otherwise). A probe holds the queue's memory like the queue's own
+//! counts of items published and returned, which its two sides keep
+//! anyway (the producer's in-flight bookkeeping, on a line of its own, and
+//! the high half of the consumer's one store per returned unit: no store
+//! added). A probe holds the queue's memory like the queue's own
 //! handles, so it cannot read freed memory: the queues are freed when the
 //! last of the lcores' stages and this server's probes is dropped, and
 //! `run` drops the server before the teardown and EAL's cleanup.
