@@ -57,7 +57,7 @@ pub fn run(
     {
         log::warn!("telemetry commands not registered: {e}");
     }
-    let server = match metrics.map(|m| m.serve(live.clone())) {
+    let server = match metrics.map(|m| m.serve(live.clone(), forwarding.metrics_sources())) {
         Some(Err(e)) => {
             return Err(RunError::Runtime(format!(
                 "--metrics: no server thread: {e}"
@@ -67,7 +67,9 @@ pub fn run(
         None => None,
     };
     let finished = forwarding.run(eal, opts, &res, &live);
-    // Scrapes end before the ports are closed (they read PMD counters).
+    // Scrapes end before the ports are closed (they read PMD counters),
+    // and the server's queue probes go before the teardown and EAL's
+    // cleanup (the last handle of a hand-off queue frees its memory).
     drop(server);
     let finished = finished?;
 

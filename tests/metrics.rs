@@ -3,8 +3,12 @@
 //! moment apart are parsed with a real parser (`prometheus-parse`); every
 //! sample line must be parsed and typed, the counters must carry their
 //! labels and grow, and the run must still end with its checks holding.
-//! Usage: an address in use or unparsable is exit 2 naming `--metrics`,
-//! before EAL starts.
+//! With `--latency` the quantiles are there, ordered, and their count
+//! grows; every hand-off queue has its occupancy gauges with either
+//! backend, and a stalled worker's input queue shows full.
+//! Runs last until SIGINT, so a slow machine cannot run out of run before
+//! the checks. Usage: an address in use or unparsable is exit 2 naming
+//! `--metrics`, before EAL starts.
 
 mod common;
 
@@ -218,26 +222,16 @@ fn metrics_are_scraped_live_and_grow() {
             .args(&eal)
             .arg("--")
             .args(["--worker-lcores", "0", "--class", "kv:udp:1"])
-            .args(["--duration", "4", "--stats-interval", "0"])
+            .args(["--duration", "120", "--stats-interval", "0"])
             .arg("--metrics")
             .arg(addr.to_string())
             .arg("--stats-json")
             .arg(&json),
     );
     let start = Instant::now();
-    let first = loop {
-        assert!(
-            start.elapsed() < Duration::from_secs(20) && p.exited().is_none(),
-            "no scrape with packets\n{}",
-            p.text()
-        );
-        std::thread::sleep(Duration::from_millis(200));
-        if let Ok(s) = scrape(addr) {
-            if value(&s, "tqfwd_rx_packets_total", &[]).unwrap_or(0.0) > 0.0 {
-                break s;
-            }
-        }
-    };
+    let first = scrape_until(&mut p, addr, "packets", |s| {
+        value(s, "tqfwd_rx_packets_total", &[]).unwrap_or(0.0) > 0.0
+    });
     std::thread::sleep(Duration::from_millis(700));
     // A client that connects and says nothing holds the server up to its
     // 1 s timeout, not more.
@@ -289,6 +283,23 @@ fn metrics_are_scraped_live_and_grow() {
     assert_eq!(must(&first, "tqfwd_forwarding", &[]), 1.0);
     let (status, _, body) = get(addr, "/nothing").unwrap();
     assert!(status.contains("404"), "{status} {body}");
+    // Sharded: RX lcores 0 and 1 to workers 0 (default) and 1 (kv), both
+    // workers to TX lcore 0.
+    let queues = [
+        ("rx_to_worker", "0", "0"),
+        ("rx_to_worker", "0", "1"),
+        ("rx_to_worker", "1", "0"),
+        ("rx_to_worker", "1", "1"),
+        ("worker_to_tx", "0", "0"),
+        ("worker_to_tx", "1", "0"),
+    ];
+    assert_queues(&second, &queues, 2048);
+    assert!(
+        value(&second, "tqfwd_latency_seconds", &[("quantile", "0.5")]).is_none(),
+        "no latency metrics without --latency"
+    );
+    assert!(value(&second, "tqfwd_capture_written_total", &[("port", "0")]).is_none());
+    p.signal("INT");
 
     let status = p
         .wait_exit(Duration::from_secs(30))
@@ -309,6 +320,150 @@ fn metrics_are_scraped_live_and_grow() {
         TcpStream::connect_timeout(&addr, Duration::from_millis(500)).is_err(),
         "the metrics socket closes with the run"
     );
+}
+
+/// Exactly these hand-off queues (stage, from, to) have both gauges, with
+/// 0 <= packets <= capacity = `capacity`.
+fn assert_queues(s: &Scrape, queues: &[(&str, &str, &str)], capacity: u64) {
+    for metric in [
+        "tqfwd_handoff_queue_packets",
+        "tqfwd_handoff_queue_capacity",
+    ] {
+        let n = s.samples.iter().filter(|x| x.metric == metric).count();
+        assert_eq!(n, queues.len(), "{metric}: one per hand-off queue");
+    }
+    for (stage, from, to) in queues {
+        let labels = [("stage", *stage), ("from", *from), ("to", *to)];
+        let cap = must(s, "tqfwd_handoff_queue_capacity", &labels);
+        let packets = must(s, "tqfwd_handoff_queue_packets", &labels);
+        assert_eq!(cap, capacity as f64, "{labels:?}");
+        assert!(
+            (0.0..=cap).contains(&packets),
+            "{labels:?}: {packets} of {cap}"
+        );
+    }
+}
+
+/// Starts tqfwd on two `net_null` ports with `--metrics` and `app`
+/// (which sets no `--duration`: the run lasts until SIGINT).
+fn start(app: &[&str]) -> (Proc, SocketAddr) {
+    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let eal = eal_args(
+        "0-1",
+        &[
+            "net_null0,size=64".to_string(),
+            "net_null1,size=64".to_string(),
+        ],
+    );
+    let p = Proc::spawn(
+        "tqfwd",
+        Command::new(bin())
+            .args(&eal)
+            .arg("--")
+            .args(app)
+            .args(["--duration", "120", "--stats-interval", "0"])
+            .arg("--metrics")
+            .arg(addr.to_string()),
+    );
+    (p, addr)
+}
+
+/// Scrapes every 100 ms until `ok` holds (20 s at most).
+fn scrape_until(
+    p: &mut Proc,
+    addr: SocketAddr,
+    what: &str,
+    ok: impl Fn(&Scrape) -> bool,
+) -> Scrape {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while Instant::now() < deadline && p.exited().is_none() {
+        if let Some(s) = scrape(addr).ok().filter(&ok) {
+            return s;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("no scrape with {what}\n{}", p.text())
+}
+
+/// SIGINT, then the run must end with its checks holding.
+fn stop_clean(mut p: Proc) {
+    p.signal("INT");
+    let status = p
+        .wait_exit(Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("tqfwd did not exit\n{}", p.text()));
+    assert!(status.success(), "{status}\n{}", p.text());
+}
+
+#[test]
+fn latency_quantiles_are_scraped_live() {
+    let _g = serial();
+    let (mut p, addr) = start(&["--latency"]);
+    let count = |s: &Scrape| value(s, "tqfwd_latency_seconds_count", &[]).unwrap_or(0.0);
+    let first = scrape_until(&mut p, addr, "latency samples", |s| count(s) > 0.0);
+    let second = scrape_until(&mut p, addr, "more latency samples", |s| {
+        count(s) > count(&first)
+    });
+    for s in [&first, &second] {
+        let q: Vec<f64> = ["0.5", "0.9", "0.99", "0.999"]
+            .iter()
+            .map(|q| must(s, "tqfwd_latency_seconds", &[("quantile", q)]))
+            .collect();
+        assert!(q[0] > 0.0, "{q:?}");
+        assert!(
+            q.windows(2).all(|w| w[0] <= w[1]),
+            "quantiles in order: {q:?}"
+        );
+        // Below a second: cycles were turned into seconds.
+        assert!(q[3] < 1.0, "{q:?}");
+        let (sum, n) = (
+            must(s, "tqfwd_latency_seconds_sum", &[]),
+            must(s, "tqfwd_latency_seconds_count", &[]),
+        );
+        assert!(sum > 0.0 && n > 0.0, "sum {sum} count {n}");
+    }
+    stop_clean(p);
+}
+
+/// RX lcore 0 → worker lcore 1 → TX lcore 0, `--on-full wait`, the worker
+/// asleep for 3 s at its first packet: its input queue fills up (RX waits,
+/// drops nothing), whichever the backend; afterwards every gauge stays
+/// within its capacity.
+#[test]
+fn handoff_queue_occupancy_with_both_backends() {
+    let _g = serial();
+    for (backend, topology) in [("tq", "shared"), ("ring", "sharded")] {
+        let (mut p, addr) = start(&[
+            "--backend",
+            backend,
+            "--topology",
+            topology,
+            "--rx-lcores",
+            "0",
+            "--worker-lcores",
+            "1",
+            "--tx-lcores",
+            "0",
+            "--depth",
+            "1024",
+            "--on-full",
+            "wait",
+            "--debug-stall-worker",
+            "0:3000",
+        ]);
+        let queues = [("rx_to_worker", "0", "1"), ("worker_to_tx", "1", "0")];
+        let stalled = [("stage", "rx_to_worker"), ("from", "0"), ("to", "1")];
+        let full = scrape_until(&mut p, addr, &format!("{backend}: a full queue"), |s| {
+            value(s, "tqfwd_handoff_queue_packets", &stalled) == Some(1024.0)
+        });
+        assert_queues(&full, &queues, 1024);
+        let info = [("backend", backend), ("topology", topology)];
+        must(&full, "tqfwd_info", &info);
+        let moving = scrape_until(&mut p, addr, &format!("{backend}: traffic"), |s| {
+            value(s, "tqfwd_tx_packets_total", &[]).unwrap_or(0.0) > 0.0
+        });
+        assert_queues(&moving, &queues, 1024);
+        stop_clean(p);
+    }
 }
 
 #[test]

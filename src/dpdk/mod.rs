@@ -31,7 +31,7 @@ pub use eal::{Eal, Lcore};
 pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
-pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender};
+pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender, QueueProbe};
 pub use port::{LinkStatus, Port, PortInfo, PortStats};
 pub use ring::{Ring, RingReceiver, RingSender};
 

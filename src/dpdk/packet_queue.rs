@@ -12,7 +12,7 @@
 //! owner on either side of the queue.
 
 use super::mbuf::{Burst, Packet, RawPacket};
-use super::ring::Ring;
+use super::ring::{Ring, RingProbe};
 use super::DpdkError;
 use crate::queue::{self, BurstReceiver, BurstSender, QueueError, RoundRobin, UnitMemory};
 use std::sync::Arc;
@@ -74,44 +74,99 @@ impl PacketInputs {
     }
 }
 
-/// A TransferQueue for packets: `producers` senders and its receiver
-/// (parameters as for [`queue::channel`]).
+/// How full one packet queue is, for a monitoring thread: packets in it
+/// now and at most (either backend). Reads only what the queue's two
+/// sides already share or keep for it, never a packet; it holds the queue's
+/// memory like the queue's own handles do, so it cannot outlive it (drop
+/// it before EAL is cleaned up, as those).
+#[derive(Clone)]
+pub struct QueueProbe(Arc<dyn Occupancy>);
+
+impl QueueProbe {
+    /// Packets in the queue (a snapshot; for a TransferQueue, a partly
+    /// read unit counts whole, as for its budget).
+    pub fn packets(&self) -> usize {
+        self.0.packets()
+    }
+
+    /// Packets the queue holds at most.
+    pub fn capacity(&self) -> usize {
+        self.0.capacity()
+    }
+}
+
+trait Occupancy: Send + Sync {
+    fn packets(&self) -> usize;
+    fn capacity(&self) -> usize;
+}
+
+impl Occupancy for queue::Probe<RawPacket> {
+    fn packets(&self) -> usize {
+        self.len()
+    }
+    fn capacity(&self) -> usize {
+        queue::Probe::capacity(self)
+    }
+}
+
+impl Occupancy for RingProbe<RawPacket> {
+    fn packets(&self) -> usize {
+        self.len()
+    }
+    fn capacity(&self) -> usize {
+        RingProbe::capacity(self)
+    }
+}
+
+/// A TransferQueue for packets: `producers` senders, its receiver and a
+/// probe (parameters as for [`queue::channel`]).
 pub fn tq_channel(
     producers: usize,
     depth: usize,
     burst: usize,
     mem: Arc<dyn UnitMemory>,
-) -> Result<(Vec<PacketSender>, PacketReceiver), QueueError> {
+) -> Result<(Vec<PacketSender>, PacketReceiver, QueueProbe), QueueError> {
     let (prods, cons) = queue::channel::<RawPacket>(producers, depth, burst, mem)?;
+    let probe = QueueProbe(Arc::new(cons.probe()));
     Ok((
         prods
             .into_iter()
             .map(|p| PacketSender(Box::new(p)))
             .collect(),
         PacketReceiver(Box::new(cons)),
+        probe,
     ))
 }
 
-/// A single-producer `rte_ring` for packets (see [`Ring::spsc`]).
+/// A single-producer `rte_ring` for packets (see [`Ring::spsc`]), and a
+/// probe.
 pub fn ring_spsc(
     label: &str,
     depth: u32,
     socket: i32,
-) -> Result<(PacketSender, PacketReceiver), DpdkError> {
+) -> Result<(PacketSender, PacketReceiver, QueueProbe), DpdkError> {
     let (tx, rx) = Ring::<RawPacket>::spsc(label, depth, socket)?;
-    Ok((PacketSender(Box::new(tx)), PacketReceiver(Box::new(rx))))
+    let probe = QueueProbe(Arc::new(rx.probe()));
+    Ok((
+        PacketSender(Box::new(tx)),
+        PacketReceiver(Box::new(rx)),
+        probe,
+    ))
 }
 
-/// A multi-producer `rte_ring` for packets (see [`Ring::mpsc`]).
+/// A multi-producer `rte_ring` for packets (see [`Ring::mpsc`]), and a
+/// probe.
 pub fn ring_mpsc(
     label: &str,
     depth: u32,
     socket: i32,
     producers: usize,
-) -> Result<(Vec<PacketSender>, PacketReceiver), DpdkError> {
+) -> Result<(Vec<PacketSender>, PacketReceiver, QueueProbe), DpdkError> {
     let (txs, rx) = Ring::<RawPacket>::mpsc(label, depth, socket, producers)?;
+    let probe = QueueProbe(Arc::new(rx.probe()));
     Ok((
         txs.into_iter().map(|t| PacketSender(Box::new(t))).collect(),
         PacketReceiver(Box::new(rx)),
+        probe,
     ))
 }

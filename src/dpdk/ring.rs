@@ -26,7 +26,8 @@ pub struct Ring<T: RingItem> {
 // SAFETY: rte_ring is built for concurrent producers/consumers within the
 // sync mode it was created with; `spsc`/`mpsc` give a single-producer ring
 // exactly one sender and every ring exactly one receiver, and the handles
-// are not Clone.
+// are not Clone. A [`RingProbe`] only reads the ring's head and tail
+// indices (`rte_ring_count`), which every thread may do at any time.
 unsafe impl<T: RingItem> Send for Ring<T> {}
 // SAFETY: as above.
 unsafe impl<T: RingItem> Sync for Ring<T> {}
@@ -124,6 +125,37 @@ const _: () = assert!(std::mem::size_of::<RawPacket>() % 4 == 0);
 /// True when T goes through the classic pointer-sized ring calls.
 const fn pointer_sized<T>() -> bool {
     std::mem::size_of::<T>() == std::mem::size_of::<*mut c_void>()
+}
+
+/// How full a ring is, read from any thread (monitoring). A handle like
+/// the sender and receiver: the ring is freed when the last of them drops.
+pub struct RingProbe<T: RingItem>(Arc<Ring<T>>);
+
+impl<T: RingItem> RingProbe<T> {
+    /// Items in the ring now (a snapshot).
+    pub fn len(&self) -> usize {
+        // SAFETY: the ring is alive while this handle is; rte_ring_count
+        // only reads its producer and consumer indices.
+        unsafe { sys::rte_ring_count(self.0.raw) as usize }
+    }
+
+    /// True when [`len`](Self::len) is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Items the ring holds at most (its depth: `RING_F_EXACT_SZ`).
+    pub fn capacity(&self) -> usize {
+        // SAFETY: as in `len`; the capacity is fixed at creation.
+        unsafe { sys::rte_ring_get_capacity(self.0.raw) as usize }
+    }
+}
+
+impl<T: RingItem> RingReceiver<T> {
+    /// A read-only view of how full the ring is, for another thread.
+    pub fn probe(&self) -> RingProbe<T> {
+        RingProbe(self.0.clone())
+    }
 }
 
 /// The enqueue side of a ring: exactly one for a single-producer ring.

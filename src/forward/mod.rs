@@ -24,7 +24,8 @@ use crate::error::RunError;
 use crate::report::capture::{
     writer_thread, Capture, CaptureCounters, CaptureFile, CaptureReport, WallClock, RING_SLOTS,
 };
-use crate::report::latency::Histogram;
+use crate::report::latency::{Histogram, HistogramSlot};
+use crate::report::metrics::{HandoffQueue, Sources};
 use crate::report::stats::LcoreCounters;
 use crate::report::telemetry::Live;
 use crate::setup::{Links, Resources};
@@ -61,6 +62,8 @@ pub struct Forwarding {
     phase: Phase,
     /// `--capture`: the writer side of each capture.
     captures: Vec<Capture>,
+    /// What `/metrics` reads besides the counters.
+    sources: Sources,
 }
 
 /// What forwarding leaves for the report and the teardown.
@@ -106,11 +109,20 @@ impl Forwarding {
             .map(|&l| (l, Arc::new(LcoreCounters::default())))
             .collect();
         let (captures, taps) = captures(opts, plan, res, files)?;
+        let queues = handoff_queues(plan, &links);
         let mut wiring = Wiring::new(opts, plan, res, links, gates.clone(), taps);
         let work = counters
             .iter()
             .map(|(l, c)| (*l, Mutex::new(Some(wiring.lcore(*l, c)))))
             .collect();
+        let sources = Sources {
+            latency: wiring.latency_slots,
+            queues,
+            captures: captures
+                .iter()
+                .map(|c| (c.port, c.counters.clone()))
+                .collect(),
+        };
         Ok(Forwarding {
             work,
             counters,
@@ -123,7 +135,15 @@ impl Forwarding {
                 n_workers: plan.workers.len(),
             },
             captures,
+            sources,
         })
+    }
+
+    /// What `/metrics` reads besides the live counters: the latency
+    /// histograms' slots, the hand-off queues' probes (they keep the
+    /// queues' memory until dropped) and the capture counters.
+    pub fn metrics_sources(&self) -> Sources {
+        self.sources.clone()
     }
 
     /// Where operator port requests go (`forward::control`).
@@ -147,6 +167,7 @@ impl Forwarding {
             monitor,
             phase,
             captures,
+            sources: _,
         } = self;
         let finished = AtomicBool::new(false);
         let capturing = !captures.is_empty();
@@ -212,7 +233,8 @@ impl Forwarding {
                         }
                     }
                     // Stage buffers are empty here; dropping them frees
-                    // nothing (their hand-off queues go back to DPDK).
+                    // nothing (their hand-off queues go back to DPDK, or
+                    // once `/metrics` stops, whose probes hold them too).
                     drop(w);
                 }
             });
@@ -237,6 +259,31 @@ impl Forwarding {
             capture_in_use,
         })
     }
+}
+
+/// Every hand-off queue of the links, named by stage and lcores (a shared
+/// queue's producers joined by `+`).
+fn handoff_queues(plan: &Plan, links: &Links) -> Vec<HandoffQueue> {
+    let named = |stage, from: &[Lcore], to: &[Lcore], p: &crate::setup::handoff::Probed| {
+        let producers: Vec<String> = p.producers.iter().map(|&i| from[i].to_string()).collect();
+        HandoffQueue {
+            stage,
+            from: producers.join("+"),
+            to: to[p.consumer].to_string(),
+            probe: p.probe.clone(),
+        }
+    };
+    let rx = links
+        .rx
+        .probes
+        .iter()
+        .map(|p| named("rx_to_worker", &plan.rx_stages, &plan.workers, p));
+    let tx = links
+        .tx
+        .probes
+        .iter()
+        .map(|p| named("worker_to_tx", &plan.workers, &plan.layout.tx, p));
+    rx.chain(tx).collect()
 }
 
 /// Builds each capture's pool and ring: the writer sides, and per RX
@@ -295,6 +342,8 @@ struct Wiring<'a> {
     tx_inputs: Vec<Option<crate::setup::handoff::InputSet>>,
     /// `--capture` taps per RX stage.
     taps: Vec<Vec<capture::Tap>>,
+    /// `--latency` with `--metrics`: each TX stage's histogram slot.
+    latency_slots: Vec<Arc<HistogramSlot>>,
 }
 
 impl<'a> Wiring<'a> {
@@ -333,6 +382,7 @@ impl<'a> Wiring<'a> {
             worker_senders: some(links.tx.senders),
             tx_inputs: some(links.tx.inputs),
             taps,
+            latency_slots: Vec::new(),
         }
     }
 
@@ -431,6 +481,11 @@ impl<'a> Wiring<'a> {
     }
 
     fn tx_stage(&mut self, t: usize, c: &Arc<LcoreCounters>) -> TxStage {
+        let slot = (self.res.stamp.is_some() && self.opts.metrics.is_some()).then(|| {
+            let slot = Arc::new(HistogramSlot::default());
+            self.latency_slots.push(slot.clone());
+            slot
+        });
         TxStage::new(
             self.tx_inputs[t].take().expect("tx inputs"),
             self.res.ports.iter().map(|&p| (p, t as u16)).collect(),
@@ -441,8 +496,13 @@ impl<'a> Wiring<'a> {
             self.gates.clone(),
             c.clone(),
         )
+        .with_latency_slot(slot, dpdk::tsc_hz() / LATENCY_PUBLISH_PER_S)
     }
 }
+
+/// How often per second a TX lcore copies its latency histogram for
+/// `/metrics` at most (8 KiB each time, see `HistogramSlot`).
+const LATENCY_PUBLISH_PER_S: u64 = 10;
 
 /// One lcore's loop: polls its stages (output before input) until each
 /// has drained, reporting quiescence for the port lifecycle and publishing
@@ -467,6 +527,9 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase, gates: &PortGates, counters: &
         }
         if window_closed || !pending {
             publish(counters, &clock);
+            if let Some(t) = work.tx.as_mut() {
+                t.publish_latency(dpdk::rdtsc_inline);
+            }
         }
         if !pending {
             break;

@@ -30,7 +30,7 @@ use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
 use crate::config::class::WorkerRange;
 use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
-use crate::report::latency::Histogram;
+use crate::report::latency::{Histogram, HistogramSlot};
 use crate::report::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES, MAX_PORTS};
 use crate::setup::handoff::{InputSet, Sender};
 use crate::wire::flow::{flow_key, FlowMatch};
@@ -647,6 +647,9 @@ pub struct TxStage {
     counters: Arc<LcoreCounters>,
     /// `--latency`: RX-timestamp field and this lcore's histogram (cycles).
     latency: Option<(U64Field, Box<Histogram>)>,
+    /// `--latency` with `--metrics`: where the histogram is copied for
+    /// `/metrics`, when it last was (TSC), and how often (cycles).
+    latency_slot: Option<(Arc<HistogramSlot>, u64, u64)>,
     policy: FullPolicy,
     /// Hold state per port.
     holds: Vec<Hold>,
@@ -677,6 +680,7 @@ impl TxStage {
             pending: false,
             give_up_at: None,
             latency: latency.map(|f| (f, Histogram::boxed())),
+            latency_slot: None,
             inputs,
             inbuf: Burst::new(),
             buckets: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
@@ -685,6 +689,28 @@ impl TxStage {
             burst,
             counters,
             done: false,
+        }
+    }
+
+    /// Copies the latency histogram into `slot` every `period` TSC cycles
+    /// at most ([`publish_latency`](Self::publish_latency)).
+    pub fn with_latency_slot(mut self, slot: Option<Arc<HistogramSlot>>, period: u64) -> Self {
+        self.latency_slot = slot.map(|s| (s, 0, period));
+        self
+    }
+
+    /// Publishes the latency histogram to its slot when the period has
+    /// passed and no reader holds the slot; called by the lcore's loop
+    /// once per loop-clock window, so never on the per-packet path.
+    pub fn publish_latency(&mut self, tsc: impl FnOnce() -> u64) {
+        let (Some((slot, last, period)), Some((_, hist))) =
+            (self.latency_slot.as_mut(), self.latency.as_ref())
+        else {
+            return;
+        };
+        let now = tsc();
+        if now.wrapping_sub(*last) >= *period && slot.publish(hist) {
+            *last = now;
         }
     }
 

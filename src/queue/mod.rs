@@ -23,8 +23,8 @@
 //! mbuf pool from it). Nothing is allocated, logged or formatted on the data path
 //! (`send*`/`recv*`); every item sent is handed out exactly once, or dropped
 //! exactly once when the last handle goes; every arena is returned to the
-//! [`UnitMemory`] that gave it when the last handle (producer or consumer) is
-//! dropped.
+//! [`UnitMemory`] that gave it when the last handle (producer, consumer or
+//! [`Probe`]) is dropped.
 //!
 //! ## Transfer units
 //!
@@ -109,6 +109,12 @@
 //!   more; only a backlog of many small units warms more.
 //! * **Empty.** `recv` returns 0 after one relaxed load when nothing is
 //!   published and the local chain is spent.
+//! * **Counts a [`Probe`] reads, at no extra store.** A producer keeps
+//!   its items in flight as the items it published (a count in the shared
+//!   pool, on a line only it writes) minus the items it has seen come back
+//!   (its own); the consumer's one store per returned unit carries the
+//!   unit's items in the high half of the `returned` count. A probe reads
+//!   items published minus items returned.
 //!
 //! ## Ordering guarantee
 //!
@@ -160,6 +166,10 @@
 //! * **`next` links: `Relaxed`.** A unit's `next` is only written by the
 //!   producer before its Release publish, and only read after the Acquire
 //!   detach (by the consumer, which then owns the chain).
+//! * **Items published: `Relaxed`**, stored before the Release publish of
+//!   the unit (only the producer writes it, and reads its own last store).
+//!   A [`Probe`] loads `returned` (Acquire) before `published`, so it never
+//!   sees more items returned than published.
 //! * **Teardown:** `Arc`'s Release decrement / Acquire fence before the last
 //!   drop makes every handle's writes visible to the final drop.
 //!
@@ -171,7 +181,8 @@
 //! split across producers. One producer's arena above [`MAX_ARENA_BYTES`]
 //! (1 GiB) is refused ([`QueueError::TooLarge`]): that is a mistaken
 //! `depth`/`burst`. Plus one `CachePadded` head and one `CachePadded`
-//! `returned` count per producer, and per producer 8 bytes of bookkeeping
+//! `returned` count and one `CachePadded` `published` count per
+//! producer, and per producer 8 bytes of bookkeeping
 //! per unit (ordinary heap, touched only for units in use). Example:
 //! 8-byte mbuf pointers, burst 32: 24 + 256 = 280 → 320 B per unit; depth
 //! 16384 with 4 producers → 4096 units × 320 B = 1.25 MiB per producer,
@@ -235,7 +246,7 @@ use core::ptr::{self, NonNull};
 
 use crossbeam_utils::CachePadded;
 
-use self::sync::{Arc, AtomicPtr, AtomicU32, Ordering, Track};
+use self::sync::{Arc, AtomicPtr, AtomicU32, AtomicU64, Ordering, Track};
 pub use round_robin::RoundRobin;
 
 /// Largest `burst` (items per transfer unit) accepted by [`channel`].
@@ -554,14 +565,23 @@ unsafe fn reverse(mut list: *mut Unit, stride: usize) -> *mut Unit {
 // Shared state
 // ---------------------------------------------------------------------------
 
-/// One producer's pool: its arena and how many of its units the consumer
-/// has returned so far.
+/// One producer's pool: its arena, and how many of its units and items
+/// the producer published and the consumer returned so far.
 struct Pool {
-    /// Units of this pool returned by the consumer since the start
-    /// (wrapping). Written only by the consumer (Release), read by the
-    /// producer (Acquire) only when its cached state says it is short of
-    /// budget or of warm units.
-    returned: CachePadded<AtomicU32>,
+    /// Units (low 32 bits) and their items (high 32 bits) returned by the
+    /// consumer since the start, each half wrapping on its own. Written
+    /// only by the consumer (Release), in one store per unit; the producer
+    /// reads the units (Acquire) only when its cached state says it is
+    /// short of budget or of warm units; a [`Probe`] reads the items
+    /// (Acquire, so the `published` it reads next counts them). Under loom
+    /// the items half stays 0 (see `Consumer::retire`).
+    returned: CachePadded<AtomicU64>,
+    /// Items this producer published since the start (wrapping): its items
+    /// in flight are this minus the items it has seen returned. Written
+    /// only by the producer (Relaxed, before the Release publish of the
+    /// unit that carries them), read by the producer and by [`Probe`]; on
+    /// a line of its own, so it stays in the producer's cache.
+    published: CachePadded<AtomicU32>,
     arena: NonNull<u8>,
 }
 
@@ -739,7 +759,8 @@ fn build<T: Send>(
             };
         }
         shared.pools.push(Pool {
-            returned: CachePadded::new(AtomicU32::new(0)),
+            returned: CachePadded::new(AtomicU64::new(0)),
+            published: CachePadded::new(AtomicU32::new(0)),
             arena,
         });
     }
@@ -747,7 +768,7 @@ fn build<T: Send>(
     let mut txs = Vec::with_capacity(producers);
     for p in 0..producers {
         txs.push(Producer {
-            in_flight: 0,
+            reclaimed: 0,
             budget,
             free: NONE,
             oldest: NONE,
@@ -805,8 +826,10 @@ impl Entry {
 /// Sending end of a TransferQueue (one per producer thread/lcore). `Send`, not
 /// `Sync`: move it to its thread.
 pub struct Producer<T> {
-    /// Items published and not yet known returned (at most `budget`).
-    in_flight: usize,
+    /// Items of the units known returned (wrapping): the items in flight
+    /// (published and not yet known returned, at most `budget`) are the
+    /// pool's `published` count minus this ([`in_flight`](Self::in_flight)).
+    reclaimed: u32,
     /// Items this producer may have in the queue: its share of `depth`.
     budget: usize,
     /// Top of the free stack (the oldest unit of the batch most recently
@@ -966,9 +989,10 @@ impl<T: Send> Producer<T> {
     /// ([`capacity`](Self::capacity)): `units() - free_units()` is at most
     /// the items in flight.
     pub fn free_units(&self) -> usize {
+        // The low half: units.
         let returned = self.shared.pools[self.id as usize]
             .returned
-            .load(Ordering::Acquire);
+            .load(Ordering::Acquire) as u32;
         self.shared.geo.units - self.seq.wrapping_sub(returned) as usize
     }
 
@@ -996,16 +1020,25 @@ impl<T: Send> Producer<T> {
 
 // Internal helpers need no `T: Send` (the `Fill` guard's `Drop` uses them).
 impl<T> Producer<T> {
+    /// Items published and not yet known returned (at most `budget`).
+    #[inline(always)]
+    fn in_flight(&self) -> usize {
+        let published = self.shared.pools[self.id as usize]
+            .published
+            .load(Ordering::Relaxed);
+        published.wrapping_sub(self.reclaimed) as usize
+    }
+
     /// Items that may still be sent, by the cached in-flight count; reloads
     /// the shared `returned` count only when that shows fewer than `wanted`.
     #[inline]
     fn room(&mut self, wanted: usize) -> usize {
-        let room = self.budget - self.in_flight;
+        let room = self.budget - self.in_flight();
         if room >= wanted {
             return room;
         }
         self.reclaim();
-        self.budget - self.in_flight
+        self.budget - self.in_flight()
     }
 
     /// Loads the `returned` count and takes back the units it newly counts:
@@ -1018,9 +1051,10 @@ impl<T> Producer<T> {
     fn reclaim(&mut self) {
         // Acquire: the consumer's reads of the returned units happen before
         // our refill (its Release store, see the module doc).
+        // The low half: units.
         let returned = self.shared.pools[self.id as usize]
             .returned
-            .load(Ordering::Acquire);
+            .load(Ordering::Acquire) as u32;
         let back = returned.wrapping_sub(self.returned_seen);
         if back == 0 {
             return;
@@ -1035,7 +1069,7 @@ impl<T> Producer<T> {
             last = self.book[last as usize].next;
             items += self.book[last as usize].items as usize;
         }
-        self.in_flight -= items;
+        self.reclaimed = self.reclaimed.wrapping_add(items as u32);
         self.oldest = self.book[last as usize].next;
         self.book[last as usize].next = self.free;
         self.free = first;
@@ -1095,7 +1129,13 @@ impl<T> Producer<T> {
             next: NONE,
             items: n as u32,
         };
-        self.in_flight += n;
+        // Our own count (single writer: load and store, no locked RMW),
+        // stored before the Release publish of the unit (see `Probe`).
+        let published = &self.shared.pools[self.id as usize].published;
+        published.store(
+            published.load(Ordering::Relaxed).wrapping_add(n as u32),
+            Ordering::Relaxed,
+        );
         self.seq = seq.wrapping_add(1);
         // SAFETY: exclusively owned unit (caller's contract); the caller's
         // Release CAS in `push` publishes these writes with the items.
@@ -1223,6 +1263,13 @@ impl<T: Send> Consumer<T> {
         self.shared.pools.len()
     }
 
+    /// A read-only view of how full the queue is, for another thread.
+    pub fn probe(&self) -> Probe<T> {
+        Probe {
+            shared: self.shared.clone(),
+        }
+    }
+
     /// Items per unit.
     pub fn burst(&self) -> usize {
         self.shared.geo.burst
@@ -1300,12 +1347,17 @@ impl<T> Consumer<T> {
         // only the last access to an atomic), the interleavings where the
         // producer reloads the count in between. With one writer the two
         // forms are equivalent; natively load + store avoids a locked RMW.
+        // The same store also counts the unit's items back (high half, for
+        // `Probe`; each half wraps on its own). Under loom only the units
+        // are counted: a 32-bit carry never happens there.
         let returned = &self.shared.pools[producer as usize].returned;
         #[cfg(not(loom))]
-        returned.store(
-            returned.load(Ordering::Relaxed).wrapping_add(1),
-            Ordering::Release,
-        );
+        {
+            let now = returned.load(Ordering::Relaxed);
+            let units = (now as u32).wrapping_add(1);
+            let items = ((now >> 32) as u32).wrapping_add(self.count as u32);
+            returned.store(u64::from(items) << 32 | u64::from(units), Ordering::Release);
+        }
         #[cfg(loom)]
         returned.fetch_add(1, Ordering::Release);
         self.cur = next;
@@ -1348,6 +1400,63 @@ impl<T> Drop for Consumer<T> {
             self.enter();
             self.drop_chain();
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Probe
+// ---------------------------------------------------------------------------
+
+/// How full a queue is, read from any thread (monitoring): per producer,
+/// the items it published minus the items the consumer returned, counts
+/// the two sides keep anyway (see *Counts a Probe reads* in the module
+/// doc). A handle like the others: the queue's memory lives until the last
+/// of its producers, consumer and probes is dropped.
+pub struct Probe<T> {
+    shared: Arc<Shared<T>>,
+}
+
+impl<T> fmt::Debug for Probe<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Probe")
+            .field("len", &self.len())
+            .field("capacity", &self.capacity())
+            .finish()
+    }
+}
+
+impl<T> Probe<T> {
+    /// Items in the queue: published and in units not yet returned (as for
+    /// the budget, a partly read unit counts whole until its last item is
+    /// read). A snapshot, at most [`capacity`](Self::capacity). Under loom
+    /// the returned items are not counted.
+    pub fn len(&self) -> usize {
+        let units = self.shared.geo.units;
+        self.shared
+            .pools
+            .iter()
+            .map(|p| {
+                // Acquire: every unit counted returned was published, with
+                // its `published` store, before this load; so the load
+                // below reads at least as many items (never "negative").
+                let gone = (p.returned.load(Ordering::Acquire) >> 32) as u32;
+                let published = p.published.load(Ordering::Relaxed);
+                // More than the budget only when the producer published
+                // again between the two loads.
+                (published.wrapping_sub(gone) as usize).min(units)
+            })
+            .sum()
+    }
+
+    /// True when [`len`](Self::len) is 0.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Items the queue holds at most: the producers' budgets summed
+    /// ([`items_per_producer`] each).
+    pub fn capacity(&self) -> usize {
+        self.shared.geo.units * self.shared.pools.len()
     }
 }
 

@@ -13,12 +13,12 @@
 
 #[cfg(loom)]
 pub(super) use ::loom::sync::{
-    atomic::{AtomicPtr, AtomicU32, Ordering},
+    atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering},
     Arc,
 };
 #[cfg(not(loom))]
 pub(super) use std::sync::{
-    atomic::{AtomicPtr, AtomicU32, Ordering},
+    atomic::{AtomicPtr, AtomicU32, AtomicU64, Ordering},
     Arc,
 };
 

@@ -974,3 +974,29 @@ fn stress_sharded() {
         assert_eq!(tx.free_units(), tx.units());
     }
 }
+
+/// A probe counts what was published and not yet returned (a partly read
+/// unit whole), over every producer, and keeps the memory alive alone.
+#[test]
+fn probe_counts_items_in_the_queue() {
+    let (mut txs, mut rx) = channel::<u32>(2, 16, 4, mem()).unwrap();
+    let probe = rx.probe();
+    assert_eq!((probe.len(), probe.capacity()), (0, 16));
+    assert_eq!(txs[0].send_slice(&[1, 2, 3, 4, 5]), 5); // units of 4 and 1
+    assert_eq!(txs[1].send_slice(&[6, 7]), 2);
+    assert_eq!(probe.len(), 7);
+    let mut out = [0u32; 3];
+    // FIFO per producer, order across producers unspecified: read one
+    // unit partly, then the rest.
+    let got = rx.recv_slice(&mut out);
+    assert_eq!(got, 3);
+    assert!(probe.len() >= 4 && probe.len() <= 7, "{}", probe.len());
+    drain_all(&mut rx);
+    assert_eq!(probe.len(), 0);
+    // Full: the budgets (8 each).
+    assert_eq!(txs[0].send_slice(&[0; 20]), 8);
+    assert_eq!(probe.len(), 8);
+    // The consumer's drop drops and returns what is published.
+    drop((txs, rx));
+    assert!(probe.is_empty());
+}

@@ -27,6 +27,8 @@
 //! With a 2–5 GHz TSC that covers 1 ns (a few cycles, exact) to well over
 //! 1 s (2^36 cycles ≈ 14–34 s) before clamping.
 
+use std::sync::{Mutex, TryLockError};
+
 /// log2 of the linear sub-buckets per power of two.
 pub const SUB_BITS: u32 = 5;
 /// Linear sub-buckets per power-of-two range (and the exact range `0..32`).
@@ -158,6 +160,11 @@ impl Histogram {
         }
     }
 
+    /// Exact sum of the samples.
+    pub fn sum(&self) -> u128 {
+        self.sum
+    }
+
     /// Exact arithmetic mean (0.0 when empty).
     pub fn mean(&self) -> f64 {
         if self.count == 0 {
@@ -193,6 +200,46 @@ impl Histogram {
             }
         }
         self.max
+    }
+}
+
+/// The percentiles the summary, the JSON and `/metrics` report: (p for
+/// [`Histogram::percentile`], the Prometheus quantile label).
+pub const REPORTED: [(f64, &str); 4] = [
+    (50.0, "0.5"),
+    (90.0, "0.9"),
+    (99.0, "0.99"),
+    (99.9, "0.999"),
+];
+
+/// A TX lcore's histogram as it last published it, for a reader while the
+/// lcore runs (`--metrics`). The lcore copies its histogram in (8 KiB)
+/// once in a while, off the per-packet path, and only if no reader holds
+/// the slot at that moment: it never waits for a reader.
+pub struct HistogramSlot(Mutex<Box<Histogram>>);
+
+impl Default for HistogramSlot {
+    fn default() -> Self {
+        HistogramSlot(Mutex::new(Histogram::boxed()))
+    }
+}
+
+impl HistogramSlot {
+    /// Copies `h` in, unless a reader holds the slot (false: try again
+    /// later). Never blocks, never allocates.
+    pub fn publish(&self, h: &Histogram) -> bool {
+        let mut slot = match self.0.try_lock() {
+            Ok(g) => g,
+            Err(TryLockError::Poisoned(e)) => e.into_inner(),
+            Err(TryLockError::WouldBlock) => return false,
+        };
+        (**slot).clone_from(h);
+        true
+    }
+
+    /// Merges the last published copy into `all`.
+    pub fn merge_into(&self, all: &mut Histogram) {
+        all.merge(&self.0.lock().unwrap_or_else(|e| e.into_inner()));
     }
 }
 

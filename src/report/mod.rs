@@ -251,11 +251,12 @@ fn latency_report(histograms: Vec<Box<Histogram>>) -> LatencyReport {
         all.merge(&h);
     }
     let ns = |c: u64| cycles_to_ns(c as f64, dpdk::tsc_hz());
+    let [p50, p90, p99, p999] = latency::REPORTED.map(|(p, _)| ns(all.percentile(p)));
     LatencyReport {
-        p50: ns(all.percentile(50.0)),
-        p90: ns(all.percentile(90.0)),
-        p99: ns(all.percentile(99.0)),
-        p999: ns(all.percentile(99.9)),
+        p50,
+        p90,
+        p99,
+        p999,
         max: ns(all.max()),
         samples: all.count(),
     }

@@ -11,7 +11,7 @@
 
 use crate::config::cli::{Backend, Topology};
 use crate::dpdk::packet_queue;
-use crate::dpdk::{PacketInputs, PacketReceiver, PacketSender, SocketMemory};
+use crate::dpdk::{PacketInputs, PacketReceiver, PacketSender, QueueProbe, SocketMemory};
 use crate::error::{out_of_memory, RunError};
 use crate::queue::{self, QueueError};
 use std::sync::Arc;
@@ -33,6 +33,16 @@ pub struct Link {
     /// queue for both backends (a shared TransferQueue splits it over its
     /// producers), whatever the burst sizes.
     pub capacity: usize,
+    /// Every queue's occupancy probe (for `--metrics`).
+    pub probes: Vec<Probed>,
+}
+
+/// One queue of a link and who uses it.
+pub struct Probed {
+    /// Producer indices feeding it (one when sharded, all when shared).
+    pub producers: Vec<usize>,
+    pub consumer: usize,
+    pub probe: QueueProbe,
 }
 
 /// A TransferQueue error as the run reports it: a size the user chose
@@ -70,12 +80,13 @@ pub fn build_link(
         .collect();
     let mut inputs = Vec::with_capacity(consumers);
     let mut capacity = 0usize;
+    let mut probes = Vec::new();
     for (c, &socket) in consumer_sockets.iter().enumerate() {
         let mut receivers: Vec<Receiver> = Vec::new();
         match (backend, topology) {
             (Backend::Tq, Topology::Sharded) => {
-                for row in senders.iter_mut() {
-                    let (mut prods, cons) = packet_queue::tq_channel(
+                for (p, row) in senders.iter_mut().enumerate() {
+                    let (mut prods, cons, probe) = packet_queue::tq_channel(
                         1,
                         depth,
                         burst,
@@ -85,10 +96,15 @@ pub fn build_link(
                     capacity += queue::items_per_producer(1, depth);
                     row[c] = Some(prods.pop().expect("one producer"));
                     receivers.push(cons);
+                    probes.push(Probed {
+                        producers: vec![p],
+                        consumer: c,
+                        probe,
+                    });
                 }
             }
             (Backend::Tq, Topology::Shared) => {
-                let (prods, cons) = packet_queue::tq_channel(
+                let (prods, cons, probe) = packet_queue::tq_channel(
                     producers,
                     depth,
                     burst,
@@ -100,19 +116,29 @@ pub fn build_link(
                     row[c] = Some(prod);
                 }
                 receivers.push(cons);
+                probes.push(Probed {
+                    producers: (0..producers).collect(),
+                    consumer: c,
+                    probe,
+                });
             }
             (Backend::Ring, Topology::Sharded) => {
                 for (p, row) in senders.iter_mut().enumerate() {
-                    let (tx, rx) =
+                    let (tx, rx, probe) =
                         packet_queue::ring_spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
                             .map_err(out_of_memory)?;
                     capacity += depth;
                     row[c] = Some(tx);
                     receivers.push(rx);
+                    probes.push(Probed {
+                        producers: vec![p],
+                        consumer: c,
+                        probe,
+                    });
                 }
             }
             (Backend::Ring, Topology::Shared) => {
-                let (txs, rx) = packet_queue::ring_mpsc(
+                let (txs, rx, probe) = packet_queue::ring_mpsc(
                     &format!("{label}_{c}"),
                     depth as u32,
                     socket,
@@ -124,6 +150,11 @@ pub fn build_link(
                     row[c] = Some(tx);
                 }
                 receivers.push(rx);
+                probes.push(Probed {
+                    producers: (0..producers).collect(),
+                    consumer: c,
+                    probe,
+                });
             }
         }
         inputs.push(InputSet::new(receivers));
@@ -140,6 +171,7 @@ pub fn build_link(
         senders,
         inputs,
         capacity,
+        probes,
     })
 }
 
