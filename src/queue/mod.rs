@@ -109,12 +109,12 @@
 //!   more; only a backlog of many small units warms more.
 //! * **Empty.** `recv` returns 0 after one relaxed load when nothing is
 //!   published and the local chain is spent.
-//! * **Counts a [`Probe`] reads, at no extra store.** A producer keeps
-//!   its items in flight as the items it published (a count in the shared
-//!   pool, on a line only it writes) minus the items it has seen come back
-//!   (its own); the consumer's one store per returned unit carries the
-//!   unit's items in the high half of the `returned` count. A probe reads
-//!   items published minus items returned.
+//! * **Counts a [`Probe`] reads: one store per unit.** A producer stores
+//!   the items it published so far (from a local copy, so no load) into
+//!   its pool, on a line only it writes; the consumer's one store per
+//!   returned unit, which it makes anyway, carries the unit's items in the
+//!   high half of the `returned` count. A probe reads items published
+//!   minus items returned.
 //!
 //! ## Ordering guarantee
 //!
@@ -167,7 +167,7 @@
 //!   producer before its Release publish, and only read after the Acquire
 //!   detach (by the consumer, which then owns the chain).
 //! * **Items published: `Relaxed`**, stored before the Release publish of
-//!   the unit (only the producer writes it, and reads its own last store).
+//!   the unit (only the producer writes it, from its own copy).
 //!   A [`Probe`] loads `returned` (Acquire) before `published`, so it never
 //!   sees more items returned than published.
 //! * **Teardown:** `Arc`'s Release decrement / Acquire fence before the last
@@ -576,11 +576,10 @@ struct Pool {
     /// (Acquire, so the `published` it reads next counts them). Under loom
     /// the items half stays 0 (see `Consumer::retire`).
     returned: CachePadded<AtomicU64>,
-    /// Items this producer published since the start (wrapping): its items
-    /// in flight are this minus the items it has seen returned. Written
+    /// Items this producer published since the start (wrapping). Written
     /// only by the producer (Relaxed, before the Release publish of the
-    /// unit that carries them), read by the producer and by [`Probe`]; on
-    /// a line of its own, so it stays in the producer's cache.
+    /// unit that carries them), read only by [`Probe`]; on a line of its
+    /// own, so it stays in the producer's cache between scrapes.
     published: CachePadded<AtomicU32>,
     arena: NonNull<u8>,
 }
@@ -768,7 +767,8 @@ fn build<T: Send>(
     let mut txs = Vec::with_capacity(producers);
     for p in 0..producers {
         txs.push(Producer {
-            reclaimed: 0,
+            in_flight: 0,
+            published: 0,
             budget,
             free: NONE,
             oldest: NONE,
@@ -826,10 +826,11 @@ impl Entry {
 /// Sending end of a TransferQueue (one per producer thread/lcore). `Send`, not
 /// `Sync`: move it to its thread.
 pub struct Producer<T> {
-    /// Items of the units known returned (wrapping): the items in flight
-    /// (published and not yet known returned, at most `budget`) are the
-    /// pool's `published` count minus this ([`in_flight`](Self::in_flight)).
-    reclaimed: u32,
+    /// Items published and not yet known returned (at most `budget`).
+    in_flight: usize,
+    /// Items published since the start (wrapping): the value this
+    /// producer stores into its pool's shared `published` count.
+    published: u32,
     /// Items this producer may have in the queue: its share of `depth`.
     budget: usize,
     /// Top of the free stack (the oldest unit of the batch most recently
@@ -1020,25 +1021,16 @@ impl<T: Send> Producer<T> {
 
 // Internal helpers need no `T: Send` (the `Fill` guard's `Drop` uses them).
 impl<T> Producer<T> {
-    /// Items published and not yet known returned (at most `budget`).
-    #[inline(always)]
-    fn in_flight(&self) -> usize {
-        let published = self.shared.pools[self.id as usize]
-            .published
-            .load(Ordering::Relaxed);
-        published.wrapping_sub(self.reclaimed) as usize
-    }
-
     /// Items that may still be sent, by the cached in-flight count; reloads
     /// the shared `returned` count only when that shows fewer than `wanted`.
     #[inline]
     fn room(&mut self, wanted: usize) -> usize {
-        let room = self.budget - self.in_flight();
+        let room = self.budget - self.in_flight;
         if room >= wanted {
             return room;
         }
         self.reclaim();
-        self.budget - self.in_flight()
+        self.budget - self.in_flight
     }
 
     /// Loads the `returned` count and takes back the units it newly counts:
@@ -1069,7 +1061,7 @@ impl<T> Producer<T> {
             last = self.book[last as usize].next;
             items += self.book[last as usize].items as usize;
         }
-        self.reclaimed = self.reclaimed.wrapping_add(items as u32);
+        self.in_flight -= items;
         self.oldest = self.book[last as usize].next;
         self.book[last as usize].next = self.free;
         self.free = first;
@@ -1129,13 +1121,14 @@ impl<T> Producer<T> {
             next: NONE,
             items: n as u32,
         };
-        // Our own count (single writer: load and store, no locked RMW),
-        // stored before the Release publish of the unit (see `Probe`).
-        let published = &self.shared.pools[self.id as usize].published;
-        published.store(
-            published.load(Ordering::Relaxed).wrapping_add(n as u32),
-            Ordering::Relaxed,
-        );
+        self.in_flight += n;
+        // For `Probe`: one plain store to a line only this producer writes
+        // (kept from a local copy, so no load), before the Release publish
+        // of the unit.
+        self.published = self.published.wrapping_add(n as u32);
+        self.shared.pools[self.id as usize]
+            .published
+            .store(self.published, Ordering::Relaxed);
         self.seq = seq.wrapping_add(1);
         // SAFETY: exclusively owned unit (caller's contract); the caller's
         // Release CAS in `push` publishes these writes with the items.
