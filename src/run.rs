@@ -51,7 +51,13 @@ pub fn run(
         plan.workers,
         plan.layout.tx
     );
-    let live = report::live(opts, &plan, &res, &counters);
+    let live = report::live(
+        opts,
+        &plan,
+        &res,
+        &counters,
+        forwarding.metrics_sources().captures,
+    );
     if let Err(e) = telemetry::register_all(&live)
         .and_then(|()| forward::control::register_all(forwarding.port_control()))
     {

@@ -8,8 +8,7 @@
 mod common;
 
 use common::*;
-use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// One command's answer (the value under its name).
 fn ask(prefix: &str, cmd: &str) -> serde_json::Value {
@@ -31,38 +30,10 @@ fn clear_port_stop_start_and_log_level() {
     let _g = serial();
     let dir = scratch("control");
     let json = dir.join("stats.json");
-    let eal = eal_args(
-        "0-1",
-        &[
-            "net_null0,size=64".to_string(),
-            "net_null1,size=64".to_string(),
-        ],
-    );
-    let prefix = eal[eal.iter().position(|a| a == "--file-prefix").unwrap() + 1].clone();
-    // Long enough for every query on a slow machine; SIGINT ends it (and
-    // dropping the Proc kills it if an assertion fails first).
-    let mut p = Proc::spawn(
-        "tqfwd",
-        Command::new(bin())
-            .args(&eal)
-            .arg("--")
-            .args(["--duration", "120", "--stats-interval", "0", "--stats-json"])
-            .arg(&json),
-    );
-    let start = Instant::now();
-    loop {
-        assert!(
-            start.elapsed() < Duration::from_secs(20) && p.exited().is_none(),
-            "no telemetry answer\n{}",
-            p.text()
-        );
-        std::thread::sleep(Duration::from_millis(300));
-        if let Some(v) = query(&prefix, &["/tqfwd/stats"]).first() {
-            if v["/tqfwd/stats"]["rx_packets"].as_u64().unwrap_or(0) > 0 {
-                break;
-            }
-        }
-    }
+    let (mut p, prefix) = spawn_live_null("0-1", &["--stats-json", json.to_str().unwrap()]);
+    query_until(&mut p, &prefix, "/tqfwd/stats", "packets", |v| {
+        v["rx_packets"].as_u64().unwrap_or(0) > 0
+    });
     std::thread::sleep(Duration::from_millis(300));
 
     // clear: cycles and rates restart, totals do not.
@@ -126,12 +97,7 @@ fn clear_port_stop_start_and_log_level() {
         "tqfwd runs until the operator stops it\n{}",
         p.text()
     );
-    p.signal("INT");
-    let status = p
-        .wait_exit(Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("tqfwd did not exit on SIGINT\n{}", p.text()));
-    let err = p.text();
-    assert!(status.success(), "{err}");
+    let err = stop_live(&mut p);
     for line in [
         "stopped by the operator",
         "started by the operator",

@@ -16,7 +16,6 @@ use common::*;
 use prometheus_parse::{Scrape, Value};
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 /// A port nobody listens on right now: bind port 0, note it, release it.
@@ -206,28 +205,16 @@ fn metrics_are_scraped_live_and_grow() {
     let _g = serial();
     let dir = scratch("metrics");
     let json = dir.join("stats.json");
-    let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let eal = eal_args(
-        "0-1",
-        &[
-            "net_null0,size=64".to_string(),
-            "net_null1,size=64".to_string(),
-        ],
-    );
     // lcore 0: RX, default worker, TX; lcore 1: the kv class's worker
     // (and RX of its dedicated queue where a port has one).
-    let mut p = Proc::spawn(
-        "tqfwd",
-        Command::new(bin())
-            .args(&eal)
-            .arg("--")
-            .args(["--worker-lcores", "0", "--class", "kv:udp:1"])
-            .args(["--duration", "120", "--stats-interval", "0"])
-            .arg("--metrics")
-            .arg(addr.to_string())
-            .arg("--stats-json")
-            .arg(&json),
-    );
+    let (mut p, addr) = start(&[
+        "--worker-lcores",
+        "0",
+        "--class",
+        "kv:udp:1",
+        "--stats-json",
+        json.to_str().unwrap(),
+    ]);
     let start = Instant::now();
     let first = scrape_until(&mut p, addr, "packets", |s| {
         value(s, "tqfwd_rx_packets_total", &[]).unwrap_or(0.0) > 0.0
@@ -348,24 +335,10 @@ fn assert_queues(s: &Scrape, queues: &[(&str, &str, &str)], capacity: u64) {
 /// (which sets no `--duration`: the run lasts until SIGINT).
 fn start(app: &[&str]) -> (Proc, SocketAddr) {
     let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
-    let eal = eal_args(
-        "0-1",
-        &[
-            "net_null0,size=64".to_string(),
-            "net_null1,size=64".to_string(),
-        ],
-    );
-    let p = Proc::spawn(
-        "tqfwd",
-        Command::new(bin())
-            .args(&eal)
-            .arg("--")
-            .args(app)
-            .args(["--duration", "120", "--stats-interval", "0"])
-            .arg("--metrics")
-            .arg(addr.to_string()),
-    );
-    (p, addr)
+    let addr_arg = addr.to_string();
+    let mut args = app.to_vec();
+    args.extend(["--metrics", &addr_arg]);
+    (spawn_live_null("0-1", &args).0, addr)
 }
 
 /// Scrapes every 100 ms until `ok` holds (20 s at most).
@@ -383,15 +356,6 @@ fn scrape_until(
         std::thread::sleep(Duration::from_millis(100));
     }
     panic!("no scrape with {what}\n{}", p.text())
-}
-
-/// SIGINT, then the run must end with its checks holding.
-fn stop_clean(mut p: Proc) {
-    p.signal("INT");
-    let status = p
-        .wait_exit(Duration::from_secs(30))
-        .unwrap_or_else(|| panic!("tqfwd did not exit\n{}", p.text()));
-    assert!(status.success(), "{status}\n{}", p.text());
 }
 
 #[test]
@@ -421,7 +385,7 @@ fn latency_quantiles_are_scraped_live() {
         );
         assert!(sum > 0.0 && n > 0.0, "sum {sum} count {n}");
     }
-    stop_clean(p);
+    stop_live(&mut p);
 }
 
 /// RX lcore 0 → worker lcore 1 → TX lcore 0, `--on-full wait`, the worker
@@ -462,7 +426,7 @@ fn handoff_queue_occupancy_with_both_backends() {
             value(s, "tqfwd_tx_packets_total", &[]).unwrap_or(0.0) > 0.0
         });
         assert_queues(&moving, &queues, 1024);
-        stop_clean(p);
+        stop_live(&mut p);
     }
 }
 

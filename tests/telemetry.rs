@@ -5,54 +5,20 @@
 mod common;
 
 use common::*;
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 #[test]
 fn telemetry_reports_live_counters() {
     let _g = serial();
     let dir = scratch("telemetry");
     let json = dir.join("stats.json");
-    let eal = eal_args(
+    let (mut child, prefix) = spawn_live_null(
         "0-1",
-        &[
-            "net_null0,size=64".to_string(),
-            "net_null1,size=64".to_string(),
-        ],
+        &["--on-full", "wait", "--stats-json", json.to_str().unwrap()],
     );
-    let prefix = eal[eal.iter().position(|a| a == "--file-prefix").unwrap() + 1].clone();
-    let mut child = Command::new(bin())
-        .args(&eal)
-        .arg("--")
-        .args([
-            "--on-full",
-            "wait",
-            "--duration",
-            "4",
-            "--stats-interval",
-            "0",
-            "--stats-json",
-        ])
-        .arg(&json)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
     // Wait for the socket, then for packets to flow.
-    let start = Instant::now();
-    let first = loop {
-        assert!(
-            start.elapsed() < Duration::from_secs(20),
-            "no telemetry answer"
-        );
-        std::thread::sleep(Duration::from_millis(300));
-        let r = query(&prefix, &["/tqfwd/stats"]);
-        if let Some(v) = r.first() {
-            if v["/tqfwd/stats"]["rx_packets"].as_u64().unwrap_or(0) > 0 {
-                break v.clone();
-            }
-        }
-    };
+    let flowing = |v: &serde_json::Value| v["rx_packets"].as_u64().unwrap_or(0) > 0;
+    let s1 = query_until(&mut child, &prefix, "/tqfwd/stats", "packets", flowing);
     std::thread::sleep(Duration::from_millis(500));
     let r = query(
         &prefix,
@@ -64,7 +30,6 @@ fn telemetry_reports_live_counters() {
         ],
     );
     assert_eq!(r.len(), 4, "four answers: {r:?}");
-    let s1 = &first["/tqfwd/stats"];
     let s2 = &r[0]["/tqfwd/stats"];
     assert_eq!(s2["state"], "running");
     assert_eq!(s2["backend"], "tq");
@@ -104,10 +69,7 @@ fn telemetry_reports_live_counters() {
             > 0
     );
 
-    let status = child.wait().unwrap();
-    let mut err = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut err).unwrap();
-    assert!(status.success(), "{err}");
+    stop_live(&mut child);
     let j: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
     assert!(
@@ -115,5 +77,50 @@ fn telemetry_reports_live_counters() {
         "final count below a live one"
     );
     assert_eq!(j["conservation_ok"], true);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `/tqfwd/capture` shows a `--capture` while it runs: the frames taken,
+/// written and dropped, under the JSON's names, ending where the JSON does.
+#[test]
+fn capture_counters_over_telemetry() {
+    let _g = serial();
+    let dir = scratch("telemetry-capture");
+    let json = dir.join("stats.json");
+    let cap = dir.join("port0.pcapng");
+    let capture = format!("0:{}", cap.display());
+    let (mut child, prefix) = spawn_live_null(
+        "0-1",
+        &[
+            "--capture",
+            &capture,
+            "--capture-count",
+            "700",
+            "--stats-json",
+            json.to_str().unwrap(),
+        ],
+    );
+    let done = |v: &serde_json::Value| {
+        let p = &v["port0"];
+        p["written"].as_u64().unwrap_or(0) + p["capture_dropped"].as_u64().unwrap_or(0) >= 700
+    };
+    let capture = query_until(&mut child, &prefix, "/tqfwd/capture", "700 frames", done);
+    let port0 = &capture["port0"];
+    assert_eq!(port0["count"], 700, "{port0}");
+    assert_eq!(port0["taken"], 700, "{port0}");
+    assert!(
+        port0.as_object().unwrap().len() == 4,
+        "count, taken, written, capture_dropped: {port0}"
+    );
+    stop_live(&mut child);
+    let j: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(j["capture"][0]["written"], port0["written"], "{j}");
+    assert_eq!(
+        j["capture"][0]["capture_dropped"], port0["capture_dropped"],
+        "{j}"
+    );
+    assert_eq!(j["conservation_ok"], true, "{j}");
+    assert_eq!(j["mbufs_in_use"], 0, "{j}");
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -19,6 +19,7 @@ use crate::config::cli::Options;
 use crate::config::{Lcore, Machine, Plan};
 use crate::dpdk::{self, signal};
 use crate::setup::{mac_string, Resources};
+use capture::CaptureCounters;
 use latency::{cycles_to_ns, Histogram};
 use stats::{ClassReport, LatencyReport, LcoreCounters, PortReport, Report, Totals};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -31,6 +32,7 @@ pub fn live(
     plan: &Plan,
     res: &Resources,
     counters: &[(Lcore, Arc<LcoreCounters>)],
+    captures: Vec<(u16, Arc<CaptureCounters>)>,
 ) -> Arc<telemetry::Live> {
     Arc::new(telemetry::Live {
         backend: opts.backend.name(),
@@ -52,6 +54,7 @@ pub fn live(
         running: AtomicBool::new(true),
         baseline: std::sync::Mutex::new(telemetry::Baseline::start(counters.len())),
         notify: systemd::Notify::from_env(),
+        captures,
     })
 }
 

@@ -1,5 +1,7 @@
 //! Live counters over DPDK telemetry: `/tqfwd/stats`, `/tqfwd/lcores`,
-//! `/tqfwd/ports`, `/tqfwd/queues`, `/tqfwd/classes`, readable with
+//! `/tqfwd/ports`, `/tqfwd/queues`, `/tqfwd/classes`, `/tqfwd/capture`
+//! (per `--capture` port: `count`, `taken`, `written`, `capture_dropped`,
+//! the JSON's names; empty without `--capture`), readable with
 //! `dpdk-telemetry.py -f PREFIX` while tqfwd runs. `/tqfwd/stats` uses the
 //! final JSON's keys (`rx_packets`, `tx_packets`, `drops`, `drops_total`,
 //! `mbufs_in_use`, ...) plus `in_flight` and `state`.
@@ -16,6 +18,7 @@
 
 use crate::dpdk::telemetry::{register, TelValue};
 use crate::dpdk::{DpdkError, Lcore, Port};
+use crate::report::capture::CaptureCounters;
 use crate::report::stats::{DropReason, LcoreCounters, LcoreLoad, Roles, Totals};
 use crate::report::systemd::Notify;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -41,6 +44,8 @@ pub struct Live {
     pub notify: Notify,
     /// Where `/tqfwd/clear` last set the rates and cycles to zero.
     pub baseline: Mutex<Baseline>,
+    /// `--capture`: each captured port's counters.
+    pub captures: Vec<(u16, Arc<CaptureCounters>)>,
 }
 
 /// What the live rates and per-lcore cycles count from (`/tqfwd/clear`).
@@ -241,6 +246,29 @@ impl Live {
             .collect()
     }
 
+    pub fn capture(&self) -> Vec<(String, TelValue)> {
+        self.captures
+            .iter()
+            .map(|(p, c)| {
+                (
+                    format!("port{p}"),
+                    TelValue::Dict(vec![
+                        ("count".into(), u(c.limit)),
+                        (
+                            "taken".into(),
+                            u(c.taken.load(Ordering::Relaxed).min(c.limit)),
+                        ),
+                        ("written".into(), u(c.written.load(Ordering::Relaxed))),
+                        (
+                            "capture_dropped".into(),
+                            u(c.dropped.load(Ordering::Relaxed)),
+                        ),
+                    ]),
+                )
+            })
+            .collect()
+    }
+
     pub fn classes(&self) -> Vec<(String, TelValue)> {
         let t = self.totals();
         self.class_names
@@ -264,12 +292,13 @@ impl Live {
 /// run's handlers in the same process).
 pub fn register_all(live: &Arc<Live>) -> Result<(), DpdkError> {
     type View = fn(&Live) -> Vec<(String, TelValue)>;
-    let cmds: [(&str, &str, View); 5] = [
+    let cmds: [(&str, &str, View); 6] = [
         ("/tqfwd/stats", "tqfwd totals: rx/tx packets, drops by reason, mbufs in use (same keys as --stats-json)", Live::stats),
         ("/tqfwd/lcores", "tqfwd per-lcore roles, packets, busy/idle polls and cycles", Live::lcores),
         ("/tqfwd/ports", "tqfwd per-port packets and PMD counters", Live::ports),
         ("/tqfwd/queues", "tqfwd per-RX-queue packets", Live::queues),
         ("/tqfwd/classes", "tqfwd per-application-class packets and drops", Live::classes),
+        ("/tqfwd/capture", "tqfwd per --capture port: frames to take, taken, written, copies dropped", Live::capture),
     ];
     for (cmd, help, view) in cmds {
         let live = live.clone();

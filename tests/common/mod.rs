@@ -717,3 +717,65 @@ pub fn query(prefix: &str, cmds: &[&str]) -> Vec<serde_json::Value> {
         .map(|l| serde_json::from_str(l).expect("telemetry JSON"))
         .collect()
 }
+
+/// A tqfwd on two `net_null` ports (64-byte frames) on lcores `lcores`,
+/// with `app` after `--`, that runs until [`stop_live`] (`--duration 120`
+/// is only a backstop; dropping the `Proc` kills it). Returns the process
+/// and its `--file-prefix` (for `dpdk-telemetry.py -f`).
+pub fn spawn_live_null(lcores: &str, app: &[&str]) -> (Proc, String) {
+    let eal = eal_args(
+        lcores,
+        &[
+            "net_null0,size=64".to_string(),
+            "net_null1,size=64".to_string(),
+        ],
+    );
+    let prefix = eal[eal.iter().position(|a| a == "--file-prefix").unwrap() + 1].clone();
+    let p = Proc::spawn(
+        "tqfwd",
+        Command::new(bin()).args(&eal).arg("--").args(app).args([
+            "--duration",
+            "120",
+            "--stats-interval",
+            "0",
+        ]),
+    );
+    (p, prefix)
+}
+
+/// SIGINT, then the exit within 30 s, which must be 0; returns what the
+/// process printed.
+pub fn stop_live(p: &mut Proc) -> String {
+    p.signal("INT");
+    let status = p
+        .wait_exit(Duration::from_secs(30))
+        .unwrap_or_else(|| panic!("{} did not exit on SIGINT\n{}", p.name, p.text()));
+    assert!(status.success(), "{} exit {status}\n{}", p.name, p.text());
+    p.text()
+}
+
+/// Asks `cmd` through `dpdk-telemetry.py` every 300 ms until its answer
+/// (the value under the command's name) satisfies `ok`; panics naming
+/// `what` after 20 s or when the process exits first.
+pub fn query_until(
+    p: &mut Proc,
+    prefix: &str,
+    cmd: &str,
+    what: &str,
+    ok: impl Fn(&serde_json::Value) -> bool,
+) -> serde_json::Value {
+    let start = Instant::now();
+    loop {
+        assert!(
+            start.elapsed() < Duration::from_secs(20) && p.exited().is_none(),
+            "no telemetry answer to {cmd} with {what}\n{}",
+            p.text()
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        if let Some(v) = query(prefix, &[cmd]).first() {
+            if ok(&v[cmd]) {
+                return v[cmd].clone();
+            }
+        }
+    }
+}
