@@ -6,9 +6,10 @@
 //! `rte_eth_remove_rx_callback`, which does not wait for an lcore that is
 //! inside the callback, and answers at once. The secondary then frees the
 //! ring and mempool the callback copies into, and an lcore still copying
-//! a burst crashes in `rte_pktmbuf_copy` (seen here: SIGSEGV in 1 of 3 to
-//! 6 of 6 detaches). Upstream fixed it in 25.11 ("pdump: fix races in
-//! callbacks", 34536d08b0); 22.11.11 still has it.
+//! a burst crashes in `rte_pktmbuf_copy` (seen here: without the gate,
+//! 3 of 3 runs of 6 dumpcap detaches died of SIGSEGV). Upstream fixed it
+//! in 25.11 ("pdump: fix races in callbacks", 34536d08b0); 22.11.11 still
+//! has it.
 //!
 //! The gate: `shim.c` defines `rte_mp_reply`, the executable exports it
 //! (`build.rs`), so librte_pdump's answer goes through it. For an
