@@ -779,3 +779,33 @@ pub fn query_until(
         }
     }
 }
+
+/// A usage error: exit 2, no panic, exactly one `tqfwd: error: ` line, it
+/// is the last line on stderr, and it contains every needle.
+pub fn assert_usage_error(run: &Run, needles: &[&str]) {
+    assert_eq!(run.code(), 2, "{}", run.describe());
+    assert!(
+        !run.stderr.contains("panicked") && !run.stderr.contains("backtrace"),
+        "{}",
+        run.describe()
+    );
+    let last = run
+        .stderr
+        .lines()
+        .rfind(|l| !l.trim().is_empty())
+        .unwrap_or("");
+    assert!(
+        last.starts_with("tqfwd: error: "),
+        "last stderr line is not ours: {last:?}\n{}",
+        run.describe()
+    );
+    for n in needles {
+        assert!(last.contains(n), "expected {n:?} in {last:?}");
+    }
+    let ours = run
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("tqfwd: error"))
+        .count();
+    assert_eq!(ours, 1, "exactly one error line\n{}", run.describe());
+}
