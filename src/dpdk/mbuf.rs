@@ -8,11 +8,14 @@
 //! Rust (no out-of-line call per packet).
 //!
 //! [`Packet`] is what crosses cores: the mbuf handle plus the few header
-//! facts the worker and TX stages need (where the frame starts, its length,
-//! its input port, a latency-sample mark), read once on the RX lcore while
-//! the header is in its cache. Downstream lcores then never read the mbuf
-//! header, so its cache lines stay with the lcore that allocates, transmits
-//! and frees the mbuf, instead of bouncing between cores on every packet.
+//! facts the worker and TX stages need (its length, its input port, a
+//! chain mark and a latency-sample mark; the frame starts at a fixed
+//! offset), read once on the RX lcore while the header is in its cache,
+//! all in one 8-byte word (the address bits an mbuf leaves free hold the
+//! facts). Downstream lcores then never read the mbuf header, so its cache
+//! lines stay with the lcore that allocates, transmits and frees the mbuf,
+//! and a hand-off moves 8 bytes per packet, as a queue of bare mbuf
+//! pointers would: half the lines of a 16-byte record.
 //!
 //! Multi-segment frames (a chain of mbufs, as RX scatter or a PMD's jumbo
 //! path builds them): a [`Packet`] notes at RX that its mbuf is a chain;
@@ -89,6 +92,7 @@
 
 use super::{sys, DpdkError};
 use std::ffi::CString;
+use std::ptr::NonNull;
 
 /// Largest burst tqfwd handles anywhere (RX, hand-off, TX).
 pub use crate::queue::MAX_BURST;
@@ -116,26 +120,14 @@ mod raw {
         pub(in crate::dpdk) const EMPTY: RawMbuf = RawMbuf(NonNull::dangling());
     }
 
-    /// [`super::Packet`]'s fields, same layout (both `repr(C)`, same field
-    /// types up to `repr(transparent)`).
-    #[derive(Clone, Copy)]
-    #[repr(C)]
-    pub struct RawPacket {
-        pub(in crate::dpdk) mbuf: RawMbuf,
-        pub(super) frame_offset: u16,
-        pub(super) len: u16,
-        pub(super) port: u16,
-        pub(super) flags: u16,
-    }
+    /// [`super::Packet`]'s plain-data form: the mbuf address with the
+    /// packet's facts in the bits an address leaves free (see `Packet`).
+    #[derive(Clone, Copy, PartialEq, Eq, Debug)]
+    #[repr(transparent)]
+    pub struct RawPacket(pub(in crate::dpdk) u64);
 
     impl RawPacket {
-        pub(in crate::dpdk) const EMPTY: RawPacket = RawPacket {
-            mbuf: RawMbuf::EMPTY,
-            frame_offset: 0,
-            len: 0,
-            port: 0,
-            flags: 0,
-        };
+        pub(in crate::dpdk) const EMPTY: RawPacket = RawPacket(0);
     }
 }
 
@@ -332,94 +324,152 @@ fn prefetch(p: *const u8) {
 }
 
 /// An mbuf on its way through the pipeline, with the header facts the
-/// later stages need (see the module doc). Owned like [`MbufPtr`]: moved,
-/// never duplicated (neither `Copy` nor `Clone`), ended once.
+/// later stages need (see the module doc), in 8 bytes: the mbuf address
+/// and, in the bits an address leaves free, the first segment's length,
+/// the input port and three flags. Owned like [`MbufPtr`]: moved, never
+/// duplicated (neither `Copy` nor `Clone`), ended once.
+///
+/// Layout of the word: bits 6..47 are the mbuf address (mbufs are 64-byte
+/// aligned and below 2^47, which [`Mempool`](super::mempool::Mempool)
+/// checks for every mbuf of its pools at creation), bits 0..6 the flags
+/// (`SAMPLED`, `MULTI_SEG`, `FAR`), bits 47..59 the first segment's
+/// length, bits 59..64 the input port. A packet whose frame does not start
+/// at the usual place ([`STD_FRAME_OFFSET`] bytes from the mbuf, as every
+/// PMD tqfwd uses puts it), whose first segment is longer than 4095 bytes
+/// or whose port id is above 31 is `FAR`: its length, start and port are
+/// read from the header instead.
 ///
 /// Valid while nobody changes the mbuf's data offset or length between RX
 /// and the later reader (tqfwd never does).
 #[derive(PartialEq, Eq, Debug)]
-#[repr(C)]
-pub struct Packet {
-    mbuf: MbufPtr,
-    /// Frame start, in bytes from the mbuf's own address, or
-    /// [`Packet::OFFSET_IN_HEADER`] when it does not fit (an external
-    /// buffer far away): then the header is read.
-    frame_offset: u16,
-    len: u16,
-    port: u16,
-    flags: u16,
-}
+#[repr(transparent)]
+pub struct Packet(RawPacket);
 
-const _: () = assert!(std::mem::size_of::<Packet>() == 16);
-const _: () = assert!(std::mem::size_of::<RawPacket>() == 16);
+/// Where a frame starts in an mbuf of tqfwd's pools, from the mbuf's own
+/// address: the header, no private area, the default headroom.
+pub const STD_FRAME_OFFSET: usize =
+    std::mem::size_of::<sys::rte_mbuf>() + sys::RTE_PKTMBUF_HEADROOM as usize;
+
+/// The address bits of a [`Packet`] word: an mbuf is 64-byte aligned and
+/// below 2^47 (x86-64 user space).
+pub(super) const PACKET_ADDR_MASK: u64 = 0x0000_7fff_ffff_ffc0;
+
+const _: () = assert!(std::mem::size_of::<Packet>() == 8);
+const _: () = assert!(std::mem::size_of::<RawPacket>() == 8);
 const _: () = assert!(std::mem::align_of::<Packet>() == std::mem::align_of::<RawPacket>());
 const _: () = assert!(std::mem::size_of::<MbufPtr>() == std::mem::size_of::<RawMbuf>());
+const _: () = assert!(std::mem::align_of::<sys::rte_mbuf>() >= 64);
 
 impl Packet {
-    /// `frame_offset` value meaning "read buf_addr + data_off".
-    const OFFSET_IN_HEADER: u16 = u16::MAX;
     /// Flag: this packet carries an RX timestamp (latency sample).
-    const SAMPLED: u16 = 1;
+    const SAMPLED: u64 = 1;
     /// Flag: the mbuf is a chain of several segments.
-    const MULTI_SEG: u16 = 2;
+    const MULTI_SEG: u64 = 2;
+    /// Flag: length, frame start and port are read from the header.
+    const FAR: u64 = 4;
+    const LEN_SHIFT: u32 = 47;
+    const LEN_MAX: u64 = (1 << 12) - 1;
+    const PORT_SHIFT: u32 = 59;
+    const PORT_MAX: u64 = (1 << 5) - 1;
 
     /// Reads the header facts of a freshly received mbuf (on the RX lcore).
+    ///
+    /// Panics if the mbuf's address does not fit the packet word (not
+    /// 64-byte aligned, or above 2^47): never for an mbuf of tqfwd's pools,
+    /// which are checked when created.
     #[inline]
     pub fn from_rx(m: MbufPtr) -> Packet {
+        let addr = m.raw() as u64;
+        assert!(
+            addr & !PACKET_ADDR_MASK == 0,
+            "mbuf address {addr:#x} does not fit a packet handle"
+        );
         // SAFETY: live owned mbuf; plain field reads.
         let (start, len, port, segs) = unsafe {
             let h = &*m.raw();
             (
                 (h.buf_addr as usize).wrapping_add(h.data_off as usize),
-                h.data_len,
-                h.port,
+                u64::from(h.data_len),
+                u64::from(h.port),
                 h.nb_segs,
             )
         };
-        let off = start.wrapping_sub(m.raw() as usize);
-        let frame_offset = if off < Self::OFFSET_IN_HEADER as usize {
-            off as u16
-        } else {
-            Self::OFFSET_IN_HEADER
-        };
-        Packet {
-            mbuf: m,
-            frame_offset,
-            len,
-            port,
-            flags: if segs > 1 { Self::MULTI_SEG } else { 0 },
+        let mut word = addr;
+        if segs > 1 {
+            word |= Self::MULTI_SEG;
         }
+        if start.wrapping_sub(addr as usize) == STD_FRAME_OFFSET
+            && len <= Self::LEN_MAX
+            && port <= Self::PORT_MAX
+        {
+            word |= len << Self::LEN_SHIFT | port << Self::PORT_SHIFT;
+        } else {
+            word |= Self::FAR;
+        }
+        Packet(RawPacket(word))
     }
 
-    /// The mbuf (to read or write its fields).
+    #[inline(always)]
+    fn raw(&self) -> *mut sys::rte_mbuf {
+        (self.0 .0 & PACKET_ADDR_MASK) as *mut sys::rte_mbuf
+    }
+
+    #[inline(always)]
+    fn is_far(&self) -> bool {
+        self.0 .0 & Self::FAR != 0
+    }
+
+    /// The mbuf as a handle for the duration of `f` (to read its header
+    /// or chain). The view is not a second owner: it cannot leave `f`, and
+    /// handles have no destructor.
     #[inline]
-    pub fn mbuf(&self) -> &MbufPtr {
-        &self.mbuf
+    fn with_mbuf<R>(&self, f: impl FnOnce(&MbufPtr) -> R) -> R {
+        // SAFETY: the word holds a live mbuf's address (non-null: from_rx
+        // took it from a handle).
+        let view = MbufPtr(RawMbuf(unsafe { NonNull::new_unchecked(self.raw()) }));
+        f(&view)
+    }
+
+    /// As [`with_mbuf`](Self::with_mbuf), to write the frame's chain.
+    #[inline]
+    fn with_mbuf_mut<R>(&mut self, f: impl FnOnce(&mut MbufPtr) -> R) -> R {
+        // SAFETY: as with_mbuf; `&mut self` makes the view the only access.
+        let mut view = MbufPtr(RawMbuf(unsafe { NonNull::new_unchecked(self.raw()) }));
+        f(&mut view)
     }
 
     /// The mbuf itself, to transmit or free it; the packet is gone.
     #[inline]
     pub fn into_mbuf(self) -> MbufPtr {
-        self.mbuf
+        // SAFETY: as with_mbuf; the packet is consumed, so the handle is
+        // the one owner.
+        MbufPtr(RawMbuf(unsafe { NonNull::new_unchecked(self.raw()) }))
     }
 
     /// Input port, as the PMD set it at RX.
     #[inline]
     pub fn port(&self) -> u16 {
-        self.port
+        if self.is_far() {
+            return self.with_mbuf(|m| m.port());
+        }
+        (self.0 .0 >> Self::PORT_SHIFT) as u16
     }
 
     /// Length of the first segment (the whole frame unless
     /// [`is_multi_seg`](Self::is_multi_seg)).
     #[inline]
     pub fn len(&self) -> usize {
-        self.len as usize
+        if self.is_far() {
+            // SAFETY: live owned mbuf; a plain field read.
+            return unsafe { (*self.raw()).data_len as usize };
+        }
+        ((self.0 .0 >> Self::LEN_SHIFT) & Self::LEN_MAX) as usize
     }
 
     /// The mbuf is a chain of several segments.
     #[inline]
     pub fn is_multi_seg(&self) -> bool {
-        self.flags & Self::MULTI_SEG != 0
+        self.0 .0 & Self::MULTI_SEG != 0
     }
 
     /// Frame length over all segments (reads the mbuf header only for a
@@ -427,10 +477,22 @@ impl Packet {
     #[inline]
     pub fn pkt_len(&self) -> usize {
         if self.is_multi_seg() {
-            self.mbuf.pkt_len() as usize
+            self.with_mbuf(|m| m.pkt_len() as usize)
         } else {
-            self.len as usize
+            self.len()
         }
+    }
+
+    /// The RSS hash the NIC computed, when it did (reads the header).
+    #[inline]
+    pub fn rss_hash(&self) -> Option<u32> {
+        self.with_mbuf(|m| m.rss_hash())
+    }
+
+    /// Reads an 8-byte dynamic field (reads the header).
+    #[inline]
+    pub fn field(&self, f: U64Field) -> u64 {
+        self.with_mbuf(|m| m.field(f))
     }
 
     /// The frame's first bytes, for a parser, and the frame length: the
@@ -440,18 +502,19 @@ impl Packet {
     #[inline]
     pub fn head<'a, const N: usize>(&'a self, scratch: &'a mut [u8; N]) -> (&'a [u8], usize) {
         if !self.is_multi_seg() {
-            return (self.data(), self.len as usize);
+            let d = self.data();
+            return (d, d.len());
         }
         self.head_of_chain(scratch)
     }
 
     #[inline(never)]
     fn head_of_chain<'a, const N: usize>(&'a self, scratch: &'a mut [u8; N]) -> (&'a [u8], usize) {
-        let pkt_len = self.mbuf.pkt_len() as usize;
-        if self.len as usize >= N.min(pkt_len) {
+        let pkt_len = self.pkt_len();
+        if self.len() >= N.min(pkt_len) {
             return (self.data(), pkt_len);
         }
-        let n = self.mbuf.read_into(&mut scratch[..N.min(pkt_len)]);
+        let n = self.with_mbuf(|m| m.read_into(&mut scratch[..N.min(pkt_len)]));
         (&scratch[..n], pkt_len)
     }
 
@@ -462,39 +525,38 @@ impl Packet {
         let Some(end) = offset.checked_add(bytes.len()) else {
             return false;
         };
-        if end <= self.len as usize {
+        if end <= self.len() {
             self.data_mut()[offset..end].copy_from_slice(bytes);
             return true;
         }
-        self.is_multi_seg() && self.mbuf.write_at(offset, bytes)
+        self.is_multi_seg() && self.with_mbuf_mut(|m| m.write_at(offset, bytes))
     }
 
     #[inline]
     pub fn is_empty(&self) -> bool {
-        self.len == 0
+        self.len() == 0
     }
 
     /// Marks the packet as a latency sample (its timestamp field is set).
     #[inline]
     pub fn set_sampled(&mut self) {
-        self.flags |= Self::SAMPLED;
+        self.0 .0 |= Self::SAMPLED;
     }
 
     #[inline]
     pub fn is_sampled(&self) -> bool {
-        self.flags & Self::SAMPLED != 0
+        self.0 .0 & Self::SAMPLED != 0
     }
 
     #[inline]
     fn frame_start(&self) -> *mut u8 {
-        if self.frame_offset != Self::OFFSET_IN_HEADER {
-            // Same address the header gives (from_rx checked the offset);
-            // no header read.
-            (self.mbuf.raw() as *mut u8).wrapping_add(self.frame_offset as usize)
+        if !self.is_far() {
+            // Where the header says (from_rx checked): no header read.
+            (self.raw() as *mut u8).wrapping_add(STD_FRAME_OFFSET)
         } else {
             // SAFETY: live owned mbuf; plain field reads.
             unsafe {
-                let h = &*self.mbuf.raw();
+                let h = &*self.raw();
                 (h.buf_addr as *mut u8).wrapping_add(h.data_off as usize)
             }
         }
@@ -506,7 +568,7 @@ impl Packet {
         // SAFETY: the packet owns a live mbuf whose first segment holds
         // `len` bytes at frame_start() (read from its header at RX; nobody
         // changed data_off/data_len since, type invariant).
-        unsafe { std::slice::from_raw_parts(self.frame_start(), self.len as usize) }
+        unsafe { std::slice::from_raw_parts(self.frame_start(), self.len()) }
     }
 
     /// The frame, writable.
@@ -514,7 +576,7 @@ impl Packet {
     pub fn data_mut(&mut self) -> &mut [u8] {
         // SAFETY: as data(); owned, so nobody else accesses the frame while
         // we hold &mut self.
-        unsafe { std::slice::from_raw_parts_mut(self.frame_start(), self.len as usize) }
+        unsafe { std::slice::from_raw_parts_mut(self.frame_start(), self.len()) }
     }
 
     /// Hints the CPU to fetch the start of the frame (no header read).
@@ -595,48 +657,28 @@ impl BurstItem for Packet {
     const EMPTY: RawPacket = RawPacket::EMPTY;
     #[inline]
     fn raw_mbuf(item: &RawPacket) -> *mut sys::rte_mbuf {
-        item.mbuf.0.as_ptr()
+        (item.0 & PACKET_ADDR_MASK) as *mut sys::rte_mbuf
     }
     #[inline(always)]
     fn into_raw(self) -> RawPacket {
-        let Packet {
-            mbuf,
-            frame_offset,
-            len,
-            port,
-            flags,
-        } = self;
-        RawPacket {
-            mbuf: mbuf.into_raw(),
-            frame_offset,
-            len,
-            port,
-            flags,
-        }
+        self.0
     }
     #[inline(always)]
     unsafe fn from_raw(raw: RawPacket) -> Packet {
-        Packet {
-            // SAFETY: the caller's contract, passed on.
-            mbuf: unsafe { MbufPtr::from_raw(raw.mbuf) },
-            frame_offset: raw.frame_offset,
-            len: raw.len,
-            port: raw.port,
-            flags: raw.flags,
-        }
+        Packet(raw)
     }
     #[inline]
     unsafe fn free_bulk(items: &mut [RawPacket]) {
-        // Gathers the handles a chunk at a time (the PMD-facing array must
+        // Gathers the addresses a chunk at a time (the PMD-facing array must
         // be contiguous `rte_mbuf *`).
-        let mut raw = [RawMbuf::EMPTY; 64];
+        let mut raw = [std::ptr::null_mut::<sys::rte_mbuf>(); 64];
         for chunk in items.chunks(raw.len()) {
             for (r, p) in raw.iter_mut().zip(chunk) {
-                *r = p.mbuf;
+                *r = Self::raw_mbuf(p);
             }
             // SAFETY: the first chunk.len() entries are live owned mbufs
             // (caller's contract).
-            unsafe { MbufPtr::free_bulk(&mut raw[..chunk.len()]) };
+            unsafe { sys::rte_pktmbuf_free_bulk(raw.as_mut_ptr(), chunk.len() as u32) };
         }
     }
 }
@@ -955,32 +997,65 @@ mod tests {
 
     #[test]
     fn packet_reads_frame_without_header_when_offset_fits() {
-        let mut f = fake(100, 60, 3);
+        let headroom = STD_FRAME_OFFSET - std::mem::size_of::<sys::rte_mbuf>();
+        let mut f = fake(headroom as u16, 60, 3);
         let mut p = Packet::from_rx(handle(&mut f));
-        assert_eq!(
-            p.frame_offset as usize,
-            std::mem::size_of::<sys::rte_mbuf>() + 100
-        );
-        assert_eq!((p.port(), p.len()), (3, 60));
-        assert_eq!(p.data(), &f.room[100..160]);
+        assert!(!p.is_far() && !p.is_multi_seg());
+        assert_eq!((p.port(), p.len(), p.pkt_len()), (3, 60, 60));
+        assert_eq!(p.data(), &f.room[headroom..headroom + 60]);
         // The header no longer matters: the packet kept what it needs.
         f.hdr.data_off = 0;
+        f.hdr.data_len = 7;
         f.hdr.port = 9;
-        assert_eq!(p.data()[0], 100);
-        assert_eq!(p.port(), 3);
+        assert_eq!(p.data()[0], headroom as u8);
+        assert_eq!((p.port(), p.len()), (3, 60));
         p.data_mut()[0] = 0xee;
-        assert_eq!(f.room[100], 0xee);
+        assert_eq!(f.room[headroom], 0xee);
         assert!(!p.is_sampled());
         p.set_sampled();
         assert!(p.is_sampled());
-        assert_eq!(*p.mbuf(), handle(&mut f));
+        assert_eq!((p.port(), p.len()), (3, 60), "the flag leaves the facts");
+        assert_eq!(p.into_mbuf(), handle(&mut f));
+    }
+
+    #[test]
+    fn packet_word_holds_the_largest_length_and_port() {
+        let headroom = STD_FRAME_OFFSET - std::mem::size_of::<sys::rte_mbuf>();
+        #[repr(C, align(64))]
+        struct Big {
+            hdr: sys::rte_mbuf,
+            room: [u8; 8192],
+        }
+        // SAFETY: plain data; all-zero is valid.
+        let mut b: Box<Big> = Box::new(unsafe { std::mem::zeroed() });
+        b.hdr.buf_addr = b.room.as_mut_ptr() as *mut std::ffi::c_void;
+        b.hdr.data_off = headroom as u16;
+        for (len, port, far) in [
+            (4095u16, 31u16, false),
+            (0, 0, false),
+            (4096, 0, true),
+            (60, 32, true),
+            (6000, 40, true),
+        ] {
+            b.hdr.data_len = len;
+            b.hdr.port = port;
+            b.hdr.nb_segs = 1;
+            let mut p = Packet::from_rx(mb(&mut b.hdr));
+            p.set_sampled();
+            assert_eq!(p.is_far(), far, "len {len} port {port}");
+            assert_eq!((p.len(), p.port()), (len as usize, port), "far {far}");
+            assert_eq!(p.data().as_ptr(), b.room[headroom..].as_ptr());
+            assert!(p.is_sampled() && !p.is_multi_seg());
+            let raw = p.into_raw();
+            assert_eq!(Packet::raw_mbuf(&raw), &mut b.hdr as *mut sys::rte_mbuf);
+        }
     }
 
     #[test]
     fn packet_falls_back_to_header_for_far_or_preceding_buffers() {
         // One allocation: the mbuf header in the middle, "external" data
-        // buffers 64 KiB before it (negative offset) and 80 KiB after it
-        // (too far for the 16-bit offset): both must read the header.
+        // buffers 64 KiB before it and 80 KiB after it: the frame is not
+        // where the pools put it, so the header is read.
         #[repr(C, align(64))]
         struct Arena {
             before: [u8; 65_536],
@@ -997,19 +1072,21 @@ mod tests {
         }
         a.hdr.data_off = 10;
         a.hdr.data_len = 20;
+        a.hdr.port = 5;
         for (buf, expect) in [
             (a.before.as_mut_ptr(), 0usize),
             (a.after[80_000..].as_mut_ptr(), 1),
         ] {
             a.hdr.buf_addr = buf as *mut std::ffi::c_void;
             let p = Packet::from_rx(mb(&mut a.hdr));
-            assert_eq!(p.frame_offset, Packet::OFFSET_IN_HEADER);
+            assert!(p.is_far());
             let want: Vec<u8> = if expect == 0 {
                 a.before[10..30].to_vec()
             } else {
                 a.after[80_010..80_030].to_vec()
             };
             assert_eq!(p.data(), &want[..]);
+            assert_eq!((p.len(), p.port()), (20, 5));
         }
     }
 
@@ -1102,7 +1179,7 @@ mod tests {
         assert!(p.write_at(0, &macs[..6]));
         assert!(p.write_at(6, &macs[6..]));
         let mut out = vec![0u8; frame.len()];
-        assert_eq!(p.mbuf().read_into(&mut out), frame.len());
+        assert_eq!(p.with_mbuf(|m| m.read_into(&mut out)), frame.len());
         assert_eq!(&out[..12], &macs[..]);
         assert_eq!(&out[12..], &frame[12..]);
         assert_eq!(&segs[0].room[64..68], &macs[..4]);

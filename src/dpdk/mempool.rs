@@ -41,12 +41,35 @@ impl Mempool {
                 "rte_pktmbuf_pool_create({name}, {size} mbufs, socket {socket})"
             )));
         }
-        Ok(Mempool {
+        let pool = Mempool {
             raw,
             name: name.to_string(),
             size,
             socket,
-        })
+        };
+        // A packet handle keeps an mbuf's address in 41 bits (see
+        // `mbuf::Packet`): check every mbuf once, here, not per packet.
+        let mut misfits = 0u32;
+        // SAFETY: a pool we just created; the callback only reads the
+        // object addresses and counts into `misfits`, which outlives the call.
+        unsafe {
+            sys::rte_mempool_obj_iter(
+                raw,
+                Some(count_misfit),
+                &mut misfits as *mut u32 as *mut std::ffi::c_void,
+            )
+        };
+        if misfits != 0 {
+            return Err(DpdkError {
+                call: format!("rte_pktmbuf_pool_create({name})"),
+                code: libc::EFAULT,
+                text: format!(
+                    "{misfits} mbufs lie above 2^47 or are not 64-byte aligned; \
+                     tqfwd's packet handles need both (use 4-level page tables or a lower --base-virtaddr)"
+                ),
+            });
+        }
+        Ok(pool)
     }
 
     /// Bytes of frame one mbuf of a [`create`](Self::create)d pool holds
@@ -66,6 +89,20 @@ impl Mempool {
     pub fn in_use(&self) -> u32 {
         // SAFETY: valid pool pointer for self's lifetime.
         unsafe { sys::rte_mempool_in_use_count(self.raw) }
+    }
+}
+
+/// `rte_mempool_obj_iter` callback: counts objects whose address does not
+/// fit a packet handle's address bits.
+unsafe extern "C" fn count_misfit(
+    _mp: *mut sys::rte_mempool,
+    opaque: *mut std::ffi::c_void,
+    obj: *mut std::ffi::c_void,
+    _idx: std::os::raw::c_uint,
+) {
+    if obj as u64 & !super::mbuf::PACKET_ADDR_MASK != 0 {
+        // SAFETY: `opaque` is the `u32` counter `create` passed in.
+        unsafe { *(opaque as *mut u32) += 1 };
     }
 }
 

@@ -3,9 +3,9 @@
 //! producer→consumer pair), MP/SC for shared (one ring per consumer), created
 //! on the consumer's NUMA socket with `RING_F_EXACT_SZ` so a ring of depth N
 //! holds exactly N mbufs. Items are any [`RingItem`]: pointer-sized ones
-//! use the classic `void *` ring calls, larger ones (a packet's raw form,
-//! 16 bytes) the `_elem` calls with that element size. Packet rings are
-//! built only through `packet_queue`, which wraps both ends.
+//! (a packet's raw form is one 8-byte word) use the classic `void *` ring
+//! calls, larger ones the `_elem` calls with that element size. Packet
+//! rings are built only through `packet_queue`, which wraps both ends.
 
 use super::mbuf::RawPacket;
 use super::{sys, DpdkError};
@@ -118,9 +118,9 @@ pub unsafe trait RingItem: Copy + Send + 'static {}
 unsafe impl RingItem for u64 {}
 
 const _: () = assert!(std::mem::size_of::<u64>() == std::mem::size_of::<*mut c_void>());
-// SAFETY: 16 bytes of plain data (checked below), Copy, no Drop.
+// SAFETY: 8 bytes of plain data (checked below), Copy, no Drop.
 unsafe impl RingItem for RawPacket {}
-const _: () = assert!(std::mem::size_of::<RawPacket>() % 4 == 0);
+const _: () = assert!(std::mem::size_of::<RawPacket>() == std::mem::size_of::<*mut c_void>());
 
 /// True when T goes through the classic pointer-sized ring calls.
 const fn pointer_sized<T>() -> bool {

@@ -308,7 +308,7 @@ impl RxStage {
                     .position(|c| c.matches(&key))
                     .map_or(0, |k| k + 1);
                 per_class[class] += 1;
-                let hash = p.mbuf().rss_hash().unwrap_or(info.flow_hash);
+                let hash = p.rss_hash().unwrap_or(info.flow_hash);
                 let r = self.class_workers[class];
                 let bucket = &mut self.buckets[r.start as usize + reduce(hash, r.count)];
                 lost += u64::from(!bucket.push_or_free(p));
@@ -328,7 +328,7 @@ impl RxStage {
         } else {
             self.rx.move_each(|m| {
                 let p = to_packet(m);
-                let hash = match p.mbuf().rss_hash() {
+                let hash = match p.rss_hash() {
                     Some(h) => h,
                     None => {
                         let (head, frame_len) = p.head(&mut scratch);
@@ -823,7 +823,7 @@ impl TxStage {
             let now = dpdk::rdtsc_inline();
             self.inbuf.move_each(|p| {
                 if p.is_sampled() {
-                    hist.record(now.wrapping_sub(p.mbuf().field(*field)));
+                    hist.record(now.wrapping_sub(p.field(*field)));
                 }
                 let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
                 lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
