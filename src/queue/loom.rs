@@ -91,8 +91,10 @@ fn chain_publish_two_producers() {
     two_producers_model(|tx, p| tx.send_slice(&[(p, 0), (p, 1)]));
 }
 
-/// One producer with two units sends more than fits, spinning on full; the
-/// consumer spins on empty. Units are returned and reused.
+/// One producer with a budget of two items (three units: one more than the
+/// budget, see *Single producer*) sends more than fits, spinning on full;
+/// the consumer spins on empty. Units are linked by a Release store,
+/// followed by Acquire loads, returned and reused.
 #[test]
 fn unit_return_and_reuse() {
     model(|| {
@@ -127,7 +129,7 @@ fn unit_return_and_reuse() {
 #[test]
 fn full_queue() {
     model(|| {
-        // capacity 2 items, in 2 units of 2 slots: the budget makes it full
+        // capacity 2 items, in 3 units of 2 slots: the budget makes it full
         let (mut txs, mut rx) = channel::<u32>(1, 2, 2, mem()).unwrap();
         let mut tx = txs.pop().unwrap();
         // Consumer in the spawned thread, two polls concurrent with the sends
@@ -149,7 +151,8 @@ fn full_queue() {
         assert!(matches!(a, 2 | 4 | 5), "first send took {a}");
         let n = a + b;
         assert_eq!(got, (0..n as u32).collect::<Vec<_>>());
-        assert_eq!(tx.free_units(), tx.units());
+        // All back but the last unit read, which the consumer keeps.
+        assert_eq!(tx.free_units(), tx.units() - 1);
         OUTCOMES[n].fetch_add(1, O::Relaxed);
     });
     // The model must have reached a full queue and a reused unit (4 or 5
@@ -163,23 +166,25 @@ fn full_queue() {
 }
 
 /// One-item sends into units of 2 slots: the item budget (2), not the unit
-/// count, makes the queue full, and an item fits again only once a unit has
-/// come back (the producer reloads the `returned` count). With a warm limit
-/// of one unit, the second send reuses the first unit if it is back by
-/// then (LIFO), else takes a fresh one: both happen.
+/// count, makes the queue full, and an item fits again only once its
+/// items have come back (the producer reloads the `returned` count). With
+/// a warm limit of one unit, the third send reuses the first unit if the
+/// consumer has moved past it by then (LIFO), else takes a fresh one: both
+/// happen.
 #[test]
 fn one_item_sends_budget_and_reuse() {
     static FULL: AtomicUsize = AtomicUsize::new(0);
-    static WARM: [AtomicUsize; 3] = [
+    static WARM: [AtomicUsize; 4] = [
+        AtomicUsize::new(0),
         AtomicUsize::new(0),
         AtomicUsize::new(0),
         AtomicUsize::new(0),
     ];
     model(|| {
-        // depth 2, burst 2 -> capacity 2, 2 units, warm limit 1
+        // depth 2, burst 2 -> capacity 2, 3 units, warm limit 1
         let (mut txs, mut rx) = channel::<u32>(1, 2, 2, mem()).unwrap();
         let mut tx = txs.pop().unwrap();
-        assert_eq!((tx.capacity(), tx.units(), tx.warm_limit), (2, 2, 1));
+        assert_eq!((tx.capacity(), tx.units(), tx.warm_limit), (2, 3, 1));
         let h = thread::spawn(move || {
             let mut got = Vec::new();
             while got.len() < 3 {
@@ -203,8 +208,43 @@ fn one_item_sends_budget_and_reuse() {
         WARM[tx.warm as usize].fetch_add(1, O::Relaxed);
     });
     assert!(FULL.load(O::Relaxed) > 0, "never full");
-    assert!(WARM[1].load(O::Relaxed) > 0, "first unit never reused");
-    assert!(WARM[2].load(O::Relaxed) > 0, "second unit never used");
+    assert!(WARM[2].load(O::Relaxed) > 0, "first unit never reused");
+    assert!(WARM[3].load(O::Relaxed) > 0, "third unit never used");
+}
+
+/// One producer, a budget of one item in units of two slots: the consumer
+/// keeps the last unit it read until another is linked after it, so the
+/// producer can send again only because that unit's item is counted back
+/// at once (without it, the queue would stay full forever). Three items,
+/// each its own unit, arrive in order while the two sides race.
+#[test]
+fn single_producer_items_back_before_the_unit() {
+    model(|| {
+        let (mut txs, mut rx) = channel::<u32>(1, 1, 2, mem()).unwrap();
+        let mut tx = txs.pop().unwrap();
+        assert_eq!((tx.capacity(), tx.units()), (1, 2));
+        let h = thread::spawn(move || {
+            let mut next = 0;
+            while next < 3 {
+                if tx.send_slice(&[next]) == 1 {
+                    next += 1;
+                } else {
+                    thread::yield_now();
+                }
+            }
+            tx
+        });
+        let mut got = Vec::new();
+        while got.len() < 3 {
+            if rx.recv(usize::MAX, |x| got.push(x)) == 0 {
+                thread::yield_now();
+            }
+        }
+        let tx = h.join().unwrap();
+        assert_eq!(got, [0, 1, 2]);
+        assert!(rx.is_empty());
+        assert_eq!(tx.free_units(), 1);
+    });
 }
 
 static OUTCOMES: [AtomicUsize; 6] = [

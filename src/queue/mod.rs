@@ -66,9 +66,9 @@
 //!   consumer takes each producer's units in publish order (the FIFO
 //!   guarantee below), "n more units returned" names exactly which units are
 //!   back — the n oldest in flight — so no return list is needed: the
-//!   producer keeps its own FIFO of the units it published, each with its
-//!   item count, and when the count has grown by n it pops the n oldest,
-//!   subtracts their items from its items in flight and frees the units.
+//!   producer keeps its own FIFO of the units it published, and when the
+//!   count has grown by n it pops the n oldest and frees them; the same
+//!   store counts the unit's items back (see *Counts*).
 //!   The producer caches the count and reloads it (`Acquire`) only when
 //!   its cached state says it is short: of budget, or of warm units (see
 //!   *Reuse*); with full units that is about once per `depth / burst` units,
@@ -109,12 +109,32 @@
 //!   more; only a backlog of many small units warms more.
 //! * **Empty.** `recv` returns 0 after one relaxed load when nothing is
 //!   published and the local chain is spent.
-//! * **Counts a [`Probe`] reads: one store per unit.** A producer stores
-//!   the items it published so far (from a local copy, so no load) into
-//!   its pool, on a line only it writes; the consumer's one store per
-//!   returned unit, which it makes anyway, carries the unit's items in the
-//!   high half of the `returned` count. A probe reads items published
-//!   minus items returned.
+//! * **Single producer.** A queue with one producer (every queue of the
+//!   sharded topology) publishes without a read-modify-write, as rte_ring's
+//!   SP/SC path does: units are linked **oldest first** from a stub unit
+//!   (count 0, no producer's), the producer remembers the unit it published
+//!   last (its *tail*) and publishes a chain by one `Release` store of the
+//!   chain's first unit into the tail's `next`; the consumer follows `next`
+//!   links with `Acquire` loads, so there is no list head, no swap and no
+//!   reversal. The consumer returns a unit only once a unit is linked after
+//!   it (the producer may still write the tail's `next`), so it keeps the
+//!   last unit it read; it counts that unit's *items* back at once (the
+//!   high half of `returned`, see *Counts*), so the producer's budget does
+//!   not wait for the next publish, and the pool holds one unit more than
+//!   the budget ([`units_per_producer`]) so that a unit is free whenever
+//!   the budget has room. A locked RMW waits for every store before it,
+//!   the unit's slots included, to reach the cache (on lines the consumer
+//!   just read: a cross-core miss each); a plain store does not. When the
+//!   consumer is dropped it stores the last unit it read into the (unused)
+//!   list head, and the queue's final drop drops what was linked after it.
+//! * **Counts: one store per unit.** A producer stores the items it
+//!   published so far (from a local copy, so no load) into its pool, on a
+//!   line only it writes, for [`Probe`]; the consumer's one store per
+//!   returned unit carries the unit in the low half of the `returned`
+//!   count and its items in the high half (with one producer, the last
+//!   unit's items may come back in a store of their own, before the unit).
+//!   The producer's items in flight are its items published minus the
+//!   items returned; a probe reads the same difference.
 //!
 //! ## Ordering guarantee
 //!
@@ -126,15 +146,17 @@
 //!
 //! ## Progress guarantee
 //!
-//! * Producers are lock-free: the only loop is the publish CAS, which fails
+//! * A single producer is wait-free (one store publishes). Several
+//!   producers are lock-free: the only loop is the publish CAS, which fails
 //!   only if the head changed since it was read, i.e. another producer
 //!   published or the consumer detached; each failure means another thread made
 //!   progress. (`compare_exchange_weak` may also fail spuriously on LL/SC
 //!   machines; on x86 it does not.) Taking a unit is wait-free (at most one
 //!   load of the `returned` count, then producer-local list steps, one per
 //!   unit that came back).
-//! * The consumer's detach is wait-free (one load, at most one swap), and so
-//!   is returning a unit (one load of its own count, one store).
+//! * The consumer's detach is wait-free (one load, at most one swap; with
+//!   one producer, one `Acquire` load per unit), and so is returning a
+//!   unit (one load of its own count, one store).
 //! * Nobody ever waits for another thread inside the queue: full and empty are
 //!   reported to the caller.
 //!
@@ -165,7 +187,14 @@
 //!   the count reads its own last store (sole writer).
 //! * **`next` links: `Relaxed`.** A unit's `next` is only written by the
 //!   producer before its Release publish, and only read after the Acquire
-//!   detach (by the consumer, which then owns the chain).
+//!   detach (by the consumer, which then owns the chain). **One producer:
+//!   the link is the publish**: the tail's `next` is stored `Release` after
+//!   the chain's slots, headers and inner links (Relaxed), and the consumer
+//!   loads every `next` `Acquire` before reading the unit it names. A unit
+//!   is reused only after the consumer counted it returned, which it does
+//!   only after it read a non-null `next` from it: from then on neither
+//!   side touches that unit's `next` until the producer resets it (before
+//!   its next Release publish).
 //! * **Items published: `Relaxed`**, stored before the Release publish of
 //!   the unit (only the producer writes it, from its own copy).
 //!   A [`Probe`] loads `returned` (Acquire) before `published`, so it never
@@ -210,9 +239,11 @@
 //!   warm units (arena headers never written stay zero). Counts are reduced
 //!   under `cfg(miri)`.
 //! * `queue::loom` (`RUSTFLAGS="--cfg loom" cargo test --release --lib
-//!   queue::loom`): 2 producers + 1 consumer, unit return and reuse, full
-//!   queue, one-item sends full by budget with LIFO reuse, drain at
-//!   shutdown, sharded; preemption bound 3
+//!   queue::loom`): 2 producers + 1 consumer (the list head), and with one
+//!   producer (the Release link): unit return and reuse, full queue,
+//!   one-item sends full by budget with LIFO reuse, items counted back
+//!   before their unit (a budget of one), drain at shutdown, sharded;
+//!   preemption bound 3
 //!   (`LOOM_MAX_PREEMPTIONS` overrides). Loom checks unit contents through one
 //!   `loom::cell::UnsafeCell` per unit (`sync::Track`), the atomics with its
 //!   C11 model, the FIFO self-check and `Arc` leaks. Under loom `push` starts
@@ -370,10 +401,12 @@ pub fn items_per_producer(producers: usize, depth: usize) -> usize {
 
 /// Transfer units per producer: as many as its item budget
 /// ([`items_per_producer`]), so that the budget can be reached by sends of
-/// one item each (every send publishes at least one unit). `burst` sets the
+/// one item each (every send publishes at least one unit), plus one for a
+/// single-producer queue (its consumer keeps the last unit it read until
+/// the next one is linked to it, see *Single producer*). `burst` sets the
 /// size of a unit ([`unit_stride`]), not how many there are.
 pub fn units_per_producer(producers: usize, depth: usize, _burst: usize) -> usize {
-    items_per_producer(producers, depth)
+    items_per_producer(producers, depth) + usize::from(producers == 1)
 }
 
 /// Bytes of one transfer unit holding `burst` items of `T` (header + slots,
@@ -570,11 +603,11 @@ unsafe fn reverse(mut list: *mut Unit, stride: usize) -> *mut Unit {
 struct Pool {
     /// Units (low 32 bits) and their items (high 32 bits) returned by the
     /// consumer since the start, each half wrapping on its own. Written
-    /// only by the consumer (Release), in one store per unit; the producer
-    /// reads the units (Acquire) only when its cached state says it is
-    /// short of budget or of warm units; a [`Probe`] reads the items
-    /// (Acquire, so the `published` it reads next counts them). Under loom
-    /// the items half stays 0 (see `Consumer::retire`).
+    /// only by the consumer (Release), in one store per unit (see
+    /// `Consumer::give_back`); the producer reads it (Acquire) only when
+    /// its cached state says it is short of budget or of warm units; a
+    /// [`Probe`] reads the items (Acquire, so the `published` it reads next
+    /// counts them).
     returned: CachePadded<AtomicU64>,
     /// Items this producer published since the start (wrapping). Written
     /// only by the producer (Relaxed, before the Release publish of the
@@ -585,8 +618,20 @@ struct Pool {
 }
 
 struct Shared<T> {
-    /// The consumer's list of published units (newest first).
+    /// Several producers: the consumer's list of published units (newest
+    /// first). One producer: null until the consumer is dropped, then the
+    /// last unit it read, from which the final drop finds the units
+    /// published after it.
     head: CachePadded<AtomicPtr<Unit>>,
+    /// One producer: units are linked in publish order from this unit
+    /// (count 0, owned by no producer), the consumer's starting point;
+    /// allocated at construction, freed with the queue. Unused with
+    /// several producers.
+    stub: *mut Unit,
+    /// One producer: the list protocol of *Single producer*.
+    single: bool,
+    /// Items each producer may have in the queue.
+    budget: usize,
     pools: Vec<Pool>,
     geo: Geometry,
     mem: std::sync::Arc<dyn UnitMemory>,
@@ -624,6 +669,13 @@ impl<T> Drop for Shared<T> {
         // producer only holds a filled unit inside `send` (published by its
         // guard even on panic).
         let mut unit = self.head.swap(ptr::null_mut(), Ordering::Acquire);
+        if self.single && !unit.is_null() {
+            // The consumer dropped every item up to and including its last
+            // unit (`head`); what follows was published after that.
+            // SAFETY: a unit of the chain (or the stub) that nobody else can
+            // reach any more: we hold the last handle.
+            unit = unsafe { (*unit).next.load(Ordering::Acquire) };
+        }
         while !unit.is_null() {
             // SAFETY: `unit` was published (Acquire-visible) and nobody else
             // can reach it any more: we hold the last handle. Its `count`
@@ -648,6 +700,9 @@ impl<T> Drop for Shared<T> {
             // and nothing points into it any more.
             unsafe { self.mem.free(self.pools[p].arena, self.geo.arena) };
         }
+        // SAFETY: the stub came from `Box::into_raw` in `build` and nothing
+        // points to it any more.
+        drop(unsafe { Box::from_raw(self.stub) });
     }
 }
 
@@ -707,7 +762,7 @@ fn check<T>(producers: usize, depth: usize, burst: usize) -> Result<usize, Queue
         return Err(QueueError::NoProducers);
     }
     let budget = items_per_producer(producers, depth);
-    let bytes = unit_stride::<T>(burst).saturating_mul(budget);
+    let bytes = unit_stride::<T>(burst).saturating_mul(units_per_producer(producers, depth, burst));
     if bytes > MAX_ARENA_BYTES {
         return Err(QueueError::TooLarge {
             depth,
@@ -727,15 +782,22 @@ fn build<T: Send>(
     burst: usize,
     mem: std::sync::Arc<dyn UnitMemory>,
 ) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
-    let units = budget;
+    // One producer: one more unit than items (the consumer's last unit,
+    // see *Single producer*).
+    let single = producers == 1;
+    let units = budget + usize::from(single);
     let geo =
         Geometry::new::<T>(units, burst).ok_or(QueueError::OutOfMemory { bytes: usize::MAX })?;
     let total = geo.arena.size().saturating_mul(producers);
     if u32::try_from(producers).is_err() || u32::try_from(units).is_err() {
         return Err(QueueError::OutOfMemory { bytes: total });
     }
+    let stub = Box::into_raw(Box::new(Unit::new(u32::MAX)));
     let mut shared = Shared::<T> {
         head: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
+        stub,
+        single,
+        budget,
         pools: Vec::with_capacity(producers),
         geo,
         mem,
@@ -777,7 +839,8 @@ fn build<T: Send>(
             // The pool a stream of full units needs: what the producer puts
             // in use before it looks for returned units first.
             warm_limit: (budget / burst).max(1) as u32,
-            book: vec![Entry::UNUSED; units].into_boxed_slice(),
+            book: vec![NONE; units].into_boxed_slice(),
+            tail: stub,
             returned_seen: 0,
             seq: 0,
             id: p as u32,
@@ -787,9 +850,12 @@ fn build<T: Send>(
         });
     }
     let rx = Consumer {
-        cur: ptr::null_mut(),
+        // One producer: the consumer starts at the stub (count 0).
+        cur: if single { stub } else { ptr::null_mut() },
         count: 0,
         offset: 0,
+        // The stub has no items to count back.
+        items_back: single,
         items_offset: geo.items_offset,
         #[cfg(any(debug_assertions, loom))]
         expect_seq: vec![0; producers],
@@ -804,24 +870,6 @@ fn build<T: Send>(
 
 /// No unit: the end of a list in [`Producer::book`].
 const NONE: u32 = u32::MAX;
-
-/// A producer's own record of one of its units (not shared).
-#[derive(Clone, Copy)]
-struct Entry {
-    /// The next unit on the list this one is on: the in-flight FIFO (the
-    /// unit published after it) or the free stack (the unit to be reused
-    /// after it); `NONE` at the end.
-    next: u32,
-    /// Items the unit was published with (while in flight).
-    items: u32,
-}
-
-impl Entry {
-    const UNUSED: Entry = Entry {
-        next: NONE,
-        items: 0,
-    };
-}
 
 /// Sending end of a TransferQueue (one per producer thread/lcore). `Send`, not
 /// `Sync`: move it to its thread.
@@ -845,8 +893,13 @@ pub struct Producer<T> {
     /// Units put in use before the producer reloads the `returned` count to
     /// look for returned ones instead (`max(1, budget / burst)`).
     warm_limit: u32,
-    /// Per unit: its list link and item count (allocated at construction).
-    book: Box<[Entry]>,
+    /// Per unit, the next unit on the list it is on: the in-flight FIFO
+    /// (the unit published after it) or the free stack (the unit to be
+    /// reused after it); `NONE` at the end (allocated at construction).
+    book: Box<[u32]>,
+    /// One producer: the unit published last (the stub before the first
+    /// publish), whose `next` links the following publish.
+    tail: *mut Unit,
     /// The pool's `returned` count as last loaded (Acquire).
     returned_seen: u32,
     /// Units published so far (wrapping); also the next unit's `seq`.
@@ -954,6 +1007,7 @@ impl<T: Send> Producer<T> {
         if take == 0 {
             return 0; // nothing to send, or full
         }
+        let single = self.shared.single;
         let (mut newest, mut oldest) = (ptr::null_mut::<Unit>(), ptr::null_mut::<Unit>());
         let mut done = 0;
         while done < take {
@@ -969,9 +1023,18 @@ impl<T: Send> Producer<T> {
                     .track
                     .write(|| ptr::copy_nonoverlapping(items.as_ptr().add(done), dst, n));
                 self.seal(idx, unit, n);
-                // Newest first: this unit links to the one filled before it
-                // (the oldest one's link is set by `push`).
-                (*unit).next.store(newest, Ordering::Relaxed);
+                if single {
+                    // Oldest first: the unit filled before this one links
+                    // to it; the last one links to nothing (yet).
+                    (*unit).next.store(ptr::null_mut(), Ordering::Relaxed);
+                    if !newest.is_null() {
+                        (*newest).next.store(unit, Ordering::Relaxed);
+                    }
+                } else {
+                    // Newest first: this unit links to the one filled
+                    // before it (the oldest one's link is set by `push`).
+                    (*unit).next.store(newest, Ordering::Relaxed);
+                }
             }
             if oldest.is_null() {
                 oldest = unit;
@@ -979,8 +1042,15 @@ impl<T: Send> Producer<T> {
             newest = unit;
             done += n;
         }
-        // SAFETY: newest → … → oldest is a chain of our filled units.
-        unsafe { push(&self.shared.head, newest, oldest) };
+        // SAFETY: oldest → … → newest (one producer) or newest → … →
+        // oldest is a chain of our filled units.
+        unsafe {
+            if single {
+                self.append(oldest, newest);
+            } else {
+                push(&self.shared.head, newest, oldest);
+            }
+        }
         done
     }
 
@@ -1043,27 +1113,28 @@ impl<T> Producer<T> {
     fn reclaim(&mut self) {
         // Acquire: the consumer's reads of the returned units happen before
         // our refill (its Release store, see the module doc).
-        // The low half: units.
         let returned = self.shared.pools[self.id as usize]
             .returned
-            .load(Ordering::Acquire) as u32;
+            .load(Ordering::Acquire);
+        // The high half: items counted back (with one producer, a unit's
+        // items may come back before the unit itself).
+        self.in_flight = self.published.wrapping_sub((returned >> 32) as u32) as usize;
+        // The low half: units.
+        let returned = returned as u32;
         let back = returned.wrapping_sub(self.returned_seen);
         if back == 0 {
             return;
         }
         self.returned_seen = returned;
         // The batch is the FIFO's prefix `first ..= last`, already linked
-        // in publish order: count its items, then splice it onto the stack.
+        // in publish order: splice it onto the stack.
         let first = self.oldest;
         let mut last = first;
-        let mut items = self.book[last as usize].items as usize;
         for _ in 1..back {
-            last = self.book[last as usize].next;
-            items += self.book[last as usize].items as usize;
+            last = self.book[last as usize];
         }
-        self.in_flight -= items;
-        self.oldest = self.book[last as usize].next;
-        self.book[last as usize].next = self.free;
+        self.oldest = self.book[last as usize];
+        self.book[last as usize] = self.free;
         self.free = first;
     }
 
@@ -1105,7 +1176,7 @@ impl<T> Producer<T> {
     unsafe fn seal(&mut self, idx: u32, unit: *mut Unit, n: usize) {
         // Fresh units (`idx == warm`) are never on the free stack.
         if idx == self.free {
-            self.free = self.book[idx as usize].next;
+            self.free = self.book[idx as usize];
         } else {
             debug_assert_eq!(idx, self.warm);
             self.warm += 1;
@@ -1114,13 +1185,10 @@ impl<T> Producer<T> {
         if seq == self.returned_seen {
             self.oldest = idx; // nothing else in flight
         } else {
-            self.book[self.newest as usize].next = idx;
+            self.book[self.newest as usize] = idx;
         }
         self.newest = idx;
-        self.book[idx as usize] = Entry {
-            next: NONE,
-            items: n as u32,
-        };
+        self.book[idx as usize] = NONE;
         self.in_flight += n;
         // For `Probe`: one plain store to a line only this producer writes
         // (kept from a local copy, so no load), before the Release publish
@@ -1147,8 +1215,33 @@ impl<T> Producer<T> {
         // SAFETY: as `seal`'s contract (ours); `unit` alone is a chain.
         unsafe {
             self.seal(idx, unit, n);
-            push(&self.shared.head, unit, unit);
+            if self.shared.single {
+                (*unit).next.store(ptr::null_mut(), Ordering::Relaxed);
+                self.append(unit, unit);
+            } else {
+                push(&self.shared.head, unit, unit);
+            }
         }
+    }
+
+    /// One producer: links the chain `first → … → last` (oldest first,
+    /// `last.next` null) after the unit published last, with one Release
+    /// store and no read-modify-write (see *Single producer*).
+    ///
+    /// # Safety
+    /// The chain's units are filled, sealed and exclusively ours; the queue
+    /// has one producer (this one).
+    #[inline]
+    unsafe fn append(&mut self, first: *mut Unit, last: *mut Unit) {
+        debug_assert!(self.shared.single);
+        // Release: publishes the chain's items, headers and links. `tail`
+        // stays ours to link from until this store makes the consumer able
+        // to move past it (it never returns the unit it would move from
+        // before reading a non-null `next`).
+        // SAFETY: `tail` is the stub or our last published unit, which the
+        // consumer cannot have returned: nothing was linked after it yet.
+        unsafe { (*self.tail).next.store(first, Ordering::Release) };
+        self.tail = last;
     }
 }
 
@@ -1164,6 +1257,10 @@ pub struct Consumer<T> {
     count: usize,
     /// Items of `cur` already handed out.
     offset: usize,
+    /// `cur`'s items are already counted back to its producer (one
+    /// producer: the consumer keeps its last unit until another is linked
+    /// after it, but gives its items back at once; the stub has none).
+    items_back: bool,
     items_offset: usize,
     /// Next expected unit `seq` per producer (FIFO self-check).
     #[cfg(any(debug_assertions, loom))]
@@ -1209,7 +1306,7 @@ impl<T: Send> Consumer<T> {
             }
             got += n;
             if self.offset == self.count {
-                self.retire();
+                self.spent();
             }
         }
         got
@@ -1237,7 +1334,7 @@ impl<T: Send> Consumer<T> {
             self.offset += n;
             got += n;
             if self.offset == self.count {
-                self.retire();
+                self.spent();
             }
         }
         got
@@ -1247,6 +1344,12 @@ impl<T: Send> Consumer<T> {
     /// list was empty at an Acquire load. A snapshot: a producer may publish
     /// right after.
     pub fn is_empty(&self) -> bool {
+        if self.shared.single {
+            // SAFETY: `cur` is the stub or a unit we hold (never null with
+            // one producer); `next` is an atomic.
+            return self.offset >= self.count
+                && unsafe { (*self.cur).next.load(Ordering::Acquire) }.is_null();
+        }
         (self.cur.is_null() || self.offset >= self.count)
             && self.shared.head.load(Ordering::Acquire).is_null()
     }
@@ -1281,7 +1384,11 @@ impl<T> Consumer<T> {
                 if self.offset < self.count {
                     return true;
                 }
-                self.retire(); // spent (e.g. after a panic in a sink)
+                // Spent (e.g. after a panic in a sink, or the last unit
+                // with one producer).
+                if !self.spent() {
+                    return false;
+                }
                 continue;
             }
             let list = detach(&self.shared.head);
@@ -1317,43 +1424,79 @@ impl<T> Consumer<T> {
         }
         self.count = count as usize;
         self.offset = 0;
+        // One producer: a unit already linked after this one is fetched
+        // while this one is read (its `next` is read again, Acquire, before
+        // the consumer moves to it: this load is a hint only).
+        #[cfg(not(any(loom, miri)))]
+        if self.shared.single {
+            // SAFETY: `cur` is a unit we hold; `next` is an atomic.
+            let ahead = unsafe { (*unit).next.load(Ordering::Relaxed) };
+            if !ahead.is_null() {
+                prefetch_unit(ahead, self.shared.geo.stride);
+            }
+        }
     }
 
-    /// Returns `cur` (all its items handed out or dropped) to its producer and
-    /// moves to the next unit of the chain.
+    /// `cur` has no unread item: moves on. Several producers: returns it
+    /// and takes the next unit of the local chain (null at its end); true.
+    /// One producer: if a unit is linked after it, returns it and takes
+    /// that one (true); else keeps it, with its items counted back, and
+    /// returns false (it is the unit the producer links the next one to).
     #[inline]
-    fn retire(&mut self) {
+    fn spent(&mut self) -> bool {
         let unit = self.cur;
-        // SAFETY: `cur` is a valid unit of our chain: read its link and owner
-        // before giving it away.
-        let (next, producer) = unsafe {
-            (
-                (*unit).next.load(Ordering::Relaxed),
-                (*unit).track.read(|| (*unit).producer),
-            )
-        };
-        // The unit holds no live item any more: count it back. Only this
-        // consumer writes the count; Release orders our reads of the unit
-        // before the producer's refill (it loads the count with Acquire).
-        // Under loom the same increment is one RMW: as in `push`, a load
-        // right before the store would hide, from loom's DPOR (it tracks
-        // only the last access to an atomic), the interleavings where the
-        // producer reloads the count in between. With one writer the two
-        // forms are equivalent; natively load + store avoids a locked RMW.
-        // The same store also counts the unit's items back (high half, for
-        // `Probe`; each half wraps on its own). Under loom only the units
-        // are counted: a 32-bit carry never happens there.
-        let returned = &self.shared.pools[producer as usize].returned;
-        #[cfg(not(loom))]
-        {
-            let now = returned.load(Ordering::Relaxed);
-            let units = (now as u32).wrapping_add(1);
-            let items = ((now >> 32) as u32).wrapping_add(self.count as u32);
-            returned.store(u64::from(items) << 32 | u64::from(units), Ordering::Release);
+        if !self.shared.single {
+            // SAFETY: `cur` is a valid unit of our detached chain.
+            let next = unsafe { (*unit).next.load(Ordering::Relaxed) };
+            self.retire(next);
+            return true;
         }
-        #[cfg(loom)]
-        returned.fetch_add(1, Ordering::Release);
+        // Acquire: pairs with the producer's Release link (`append`): the
+        // units from `next` on, items and headers, are visible.
+        // SAFETY: `cur` is the stub or a unit we hold; `next` is an atomic
+        // only the producer writes, once, while `cur` is its tail.
+        let next = unsafe { (*unit).next.load(Ordering::Acquire) };
+        if next.is_null() {
+            self.give_items_back();
+            return false;
+        }
+        prefetch_unit(next, self.shared.geo.stride);
+        self.retire(next);
+        true
+    }
+
+    /// One producer: counts `cur`'s items back to the producer now (its
+    /// budget), keeping the unit itself.
+    #[inline]
+    fn give_items_back(&mut self) {
+        if !self.items_back {
+            self.items_back = true;
+            let unit = self.cur;
+            // SAFETY: `cur` is a unit we hold (the stub's `items_back` is set).
+            let producer = unsafe { (*unit).track.read(|| (*unit).producer) };
+            self.give_back(producer, 0, self.count as u32);
+        }
+    }
+
+    /// Returns `cur` (all its items handed out or dropped) to its producer,
+    /// counting its items back unless that was done already, and moves to
+    /// `next` (its successor; null: the end of a detached chain).
+    #[inline]
+    fn retire(&mut self, next: *mut Unit) {
+        let unit = self.cur;
+        if unit != self.shared.stub {
+            // SAFETY: `cur` is a valid unit we hold: read its owner before
+            // giving it away.
+            let producer = unsafe { (*unit).track.read(|| (*unit).producer) };
+            let items = if self.items_back {
+                0
+            } else {
+                self.count as u32
+            };
+            self.give_back(producer, 1, items);
+        }
         self.cur = next;
+        self.items_back = false;
         if next.is_null() {
             self.count = 0;
             self.offset = 0;
@@ -1362,27 +1505,69 @@ impl<T> Consumer<T> {
         }
     }
 
-    /// Drops the unread items of the local chain and returns its units.
+    /// Counts `units` units and `items` items back to `producer`'s pool:
+    /// one store. Only this consumer writes the count; Release orders our
+    /// reads of the returned units before the producer's refill (it loads
+    /// the count with Acquire). Under loom the same increment is one RMW:
+    /// as in `push`, a load right before the store would hide, from loom's
+    /// DPOR (it tracks only the last access to an atomic), the
+    /// interleavings where the producer reloads the count in between. With
+    /// one writer the two forms are equivalent; natively load + store
+    /// avoids a locked RMW. Each half wraps on its own (under loom the low
+    /// half never reaches a carry).
+    #[inline]
+    fn give_back(&self, producer: u32, units: u32, items: u32) {
+        let returned = &self.shared.pools[producer as usize].returned;
+        #[cfg(not(loom))]
+        {
+            let now = returned.load(Ordering::Relaxed);
+            let u = (now as u32).wrapping_add(units);
+            let i = ((now >> 32) as u32).wrapping_add(items);
+            returned.store(u64::from(i) << 32 | u64::from(u), Ordering::Release);
+        }
+        #[cfg(loom)]
+        returned.fetch_add(u64::from(items) << 32 | u64::from(units), Ordering::Release);
+    }
+
+    /// Drops the unread items of `cur` (non-null).
+    fn drop_unread(&mut self) {
+        let unit = self.cur;
+        let (from, n) = (self.offset, self.count - self.offset);
+        self.offset = self.count; // mark read before dropping
+                                  // SAFETY: slots `from..count` hold initialised items of our unit
+                                  // that nobody else will read or drop (offset already advanced).
+        unsafe {
+            let s = slot::<T>(unit, self.items_offset, from);
+            (*unit)
+                .track
+                .write(|| ptr::drop_in_place(ptr::slice_from_raw_parts_mut(s, n)));
+        }
+    }
+
+    /// Several producers: drops the unread items of the local chain and
+    /// returns its units.
     fn drop_chain(&mut self) {
         while !self.cur.is_null() {
-            let unit = self.cur;
-            let (from, n) = (self.offset, self.count - self.offset);
-            self.offset = self.count; // mark read before dropping
-                                      // SAFETY: slots `from..count` hold initialised items of our unit
-                                      // that nobody else will read or drop (offset already advanced).
-            unsafe {
-                let s = slot::<T>(unit, self.items_offset, from);
-                (*unit)
-                    .track
-                    .write(|| ptr::drop_in_place(ptr::slice_from_raw_parts_mut(s, n)));
-            }
-            self.retire();
+            self.drop_unread();
+            self.spent();
         }
     }
 }
 
 impl<T> Drop for Consumer<T> {
     fn drop(&mut self) {
+        if self.shared.single {
+            // Everything linked so far: dropped, its units returned but
+            // the last, from which the queue's final drop carries on.
+            loop {
+                self.drop_unread();
+                if !self.spent() {
+                    break;
+                }
+            }
+            self.shared.head.store(self.cur, Ordering::Release);
+            return;
+        }
         self.drop_chain();
         // What is published now: drop it too, so producers get their units
         // back; anything published later is dropped with the last handle.
@@ -1421,10 +1606,9 @@ impl<T> fmt::Debug for Probe<T> {
 impl<T> Probe<T> {
     /// Items in the queue: published and in units not yet returned (as for
     /// the budget, a partly read unit counts whole until its last item is
-    /// read). A snapshot, at most [`capacity`](Self::capacity). Under loom
-    /// the returned items are not counted.
+    /// read). A snapshot, at most [`capacity`](Self::capacity).
     pub fn len(&self) -> usize {
-        let units = self.shared.geo.units;
+        let budget = self.shared.budget;
         self.shared
             .pools
             .iter()
@@ -1436,7 +1620,7 @@ impl<T> Probe<T> {
                 let published = p.published.load(Ordering::Relaxed);
                 // More than the budget only when the producer published
                 // again between the two loads.
-                (published.wrapping_sub(gone) as usize).min(units)
+                (published.wrapping_sub(gone) as usize).min(budget)
             })
             .sum()
     }
@@ -1449,7 +1633,7 @@ impl<T> Probe<T> {
     /// Items the queue holds at most: the producers' budgets summed
     /// ([`items_per_producer`] each).
     pub fn capacity(&self) -> usize {
-        self.shared.geo.units * self.shared.pools.len()
+        self.shared.budget * self.shared.pools.len()
     }
 }
 

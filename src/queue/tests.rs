@@ -31,6 +31,13 @@ fn mem() -> StdArc<dyn UnitMemory> {
     StdArc::new(GlobalMemory)
 }
 
+/// Units of `tx`'s pool free once the consumer has read everything: all of
+/// them, but with one producer the last unit read (the consumer keeps it
+/// until another is linked after it, see *Single producer*).
+fn all_back<T: Send>(tx: &Producer<T>) -> usize {
+    tx.units() - usize::from(tx.shared.single)
+}
+
 fn drain_all<T: Send>(rx: &mut Consumer<T>) -> Vec<T> {
     let mut out = Vec::new();
     while rx.recv(usize::MAX, |x| out.push(x)) > 0 {}
@@ -127,7 +134,7 @@ fn burst_split_across_recv_calls() {
     assert_eq!(rx.recv(1, |x| got.push(x)), 1);
     assert_eq!(got, [0, 1, 2, 7]);
     // unit handed back as soon as its last item left
-    assert_eq!(txs[0].free_units(), txs[0].units());
+    assert_eq!(txs[0].free_units(), all_back(&txs[0]));
     assert!(rx.is_empty());
     assert_eq!(rx.recv_slice(&mut out), 0);
 }
@@ -146,17 +153,17 @@ fn recv_spans_several_units_and_max_zero() {
 
 #[test]
 fn full_queue_hands_items_back() {
-    // depth 8, burst 2, 1 producer -> 8 items, in 8 units of 2 slots.
+    // depth 8, burst 2, 1 producer -> 8 items, in 8 + 1 units of 2 slots.
     let (mut txs, mut rx) = channel::<String>(1, 8, 2, mem()).unwrap();
     let tx = &mut txs[0];
     assert_eq!(tx.capacity(), 8);
-    assert_eq!(tx.units(), 8);
+    assert_eq!(tx.units(), 9);
     let mut it = (0..11).map(|i| i.to_string());
     assert_eq!(tx.send(&mut it), 8);
     // The rest were not pulled: still in the iterator, intact.
     assert_eq!(it.collect::<Vec<_>>(), ["8", "9", "10"]);
     // Full by items (4 full units out), not by units.
-    assert_eq!(tx.free_units(), 4);
+    assert_eq!(tx.free_units(), 5);
     assert_eq!(tx.send(&mut std::iter::once("x".to_string())), 0);
 
     // send_slice accepts a prefix.
@@ -194,7 +201,7 @@ fn partial_unit_then_exhausted_iterator_keeps_unit() {
     assert_eq!(tx.send(&mut (4..5)), 1);
     assert_eq!(tx.free_units(), units - 2);
     assert_eq!(drain_all(&mut rx), [0, 1, 2, 3, 4]);
-    assert_eq!(tx.free_units(), units);
+    assert_eq!(tx.free_units(), all_back(tx));
 }
 
 #[test]
@@ -224,7 +231,7 @@ fn unit_return_and_reuse_many_cycles() {
         next_out += 1;
     });
     assert_eq!(next_in, next_out);
-    assert_eq!(tx.free_units(), tx.units());
+    assert_eq!(tx.free_units(), all_back(tx));
 }
 
 // ------------------------------------------------- depth counts items ----
@@ -294,7 +301,7 @@ fn depth_holds_items_whatever_the_send_sizes() {
         }
         rx.recv(usize::MAX, &mut check);
         assert_eq!(expect, next);
-        assert_eq!(tx.free_units(), tx.units());
+        assert_eq!(tx.free_units(), all_back(tx));
         assert_eq!(fill_with(tx, &[3], &mut next).0, 2048);
     }
 }
@@ -353,7 +360,7 @@ fn reuse_keeps_touched_units_bounded() {
             touched <= bound,
             "depth {depth} burst {burst} sends of {k}: {touched} units touched, want <= {bound}"
         );
-        assert_eq!(tx.free_units(), tx.units());
+        assert_eq!(tx.free_units(), all_back(tx));
     }
 }
 
@@ -446,14 +453,15 @@ fn capacity_formula() {
 
 #[test]
 fn arena_size_limit() {
-    // 64-byte units: 2^24 of them are exactly 1 GiB, one more is refused.
+    // 64-byte units: 2^24 of them are exactly 1 GiB, one more is refused
+    // (a queue with one producer has one unit more than its depth).
     assert_eq!(unit_stride::<u8>(1), 64);
-    assert_eq!(check::<u8>(1, 1 << 24, 1).unwrap(), 1 << 24);
     assert_eq!(check::<u8>(2, 1 << 25, 1).unwrap(), 1 << 24); // per producer
-    let e = check::<u8>(1, 1 << 25, 1).unwrap_err();
+    assert_eq!(check::<u8>(1, 1 << 23, 1).unwrap(), 1 << 23);
+    let e = check::<u8>(1, 1 << 24, 1).unwrap_err();
     assert!(
         matches!(e, QueueError::TooLarge { depth, burst: 1, bytes }
-            if depth == 1 << 25 && bytes == 64 << 25),
+            if depth == 1 << 24 && bytes == 64 * ((1 << 24) + 1)),
         "{e:?}"
     );
     // Refused before anything is allocated, by channel and sharded alike.
@@ -532,7 +540,7 @@ fn several_producers_fifo_each_single_thread() {
     assert_eq!(got, 45);
     assert_eq!(next, [15, 15, 15]);
     for tx in &txs {
-        assert_eq!(tx.free_units(), tx.units());
+        assert_eq!(tx.free_units(), all_back(tx));
         assert_eq!(
             tx.id(),
             txs.iter().position(|t| core::ptr::eq(t, tx)).unwrap()
@@ -582,7 +590,11 @@ fn handles_are_send() {
 fn sharded_round_robin_is_fair_and_fifo() {
     let (mut txs, mut rx) = sharded::<(usize, u32)>(3, 256, 4, mem()).unwrap();
     assert_eq!(rx.shards().len(), 3);
-    assert_eq!(txs[0].units(), units_per_producer(3, 256, 4));
+    // Each shard is a one-producer queue of the producer's share.
+    assert_eq!(
+        txs[0].units(),
+        units_per_producer(1, items_per_producer(3, 256), 4)
+    );
     for (p, tx) in txs.iter_mut().enumerate() {
         assert_eq!(tx.send(&mut (0..20).map(|i| (p, i))), 20);
     }
@@ -629,7 +641,7 @@ fn sink_panic_loses_nothing() {
     assert_eq!(got, ["0", "1"]); // "2" was handed to the sink (and dropped by it)
     rx.recv(10, |s| got.push(s));
     assert_eq!(got, ["0", "1", "3", "4", "5"]);
-    assert_eq!(txs[0].free_units(), txs[0].units());
+    assert_eq!(txs[0].free_units(), all_back(&txs[0]));
 
     // panic on the last item of a unit: the spent unit is retired later
     txs[0].send(&mut (0..4).map(|i| i.to_string()));
@@ -639,7 +651,7 @@ fn sink_panic_loses_nothing() {
     assert!(r.is_err());
     assert!(rx.is_empty());
     assert_eq!(rx.recv(10, |_| unreachable!()), 0);
-    assert_eq!(txs[0].free_units(), txs[0].units());
+    assert_eq!(txs[0].free_units(), all_back(&txs[0]));
 }
 
 #[test]
@@ -650,7 +662,7 @@ fn iterator_panic_publishes_taken_items() {
     }));
     assert!(r.is_err());
     assert_eq!(drain_all(&mut rx), [0, 1, 2, 3, 4, 5]);
-    assert_eq!(txs[0].free_units(), txs[0].units());
+    assert_eq!(txs[0].free_units(), all_back(&txs[0]));
     // sequence numbers continue (the consumer checks them in debug builds)
     txs[0].send(&mut (0..3));
     assert_eq!(drain_all(&mut rx), [0, 1, 2]);
@@ -898,7 +910,7 @@ fn stress_mpsc(
     for (tx, _) in &done {
         assert_eq!(
             tx.free_units(),
-            tx.units(),
+            all_back(tx),
             "unit lost by producer {}",
             tx.id()
         );
@@ -971,7 +983,7 @@ fn stress_sharded() {
     let txs: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
     assert!(rx.is_empty());
     for tx in &txs {
-        assert_eq!(tx.free_units(), tx.units());
+        assert_eq!(tx.free_units(), all_back(tx));
     }
 }
 
