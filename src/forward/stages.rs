@@ -575,7 +575,7 @@ impl WorkerStage {
         let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
         let runts = self.inbuf.retain_or_free(|m| {
             let (head, frame_len) = m.head(&mut scratch);
-            let info = wire::parse_head(head, frame_len);
+            let info = wire::classify_head(head, frame_len);
             class_counts[info.class.index()] += 1;
             if info.class == FrameClass::Runt {
                 return false;

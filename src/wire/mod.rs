@@ -316,6 +316,30 @@ pub fn parse(frame: &[u8]) -> FrameInfo {
 #[inline]
 #[must_use]
 pub fn parse_head(head: &[u8], frame_len: usize) -> FrameInfo {
+    parse_impl::<true>(head, frame_len)
+}
+
+/// [`parse_head`] without the flow hash (`flow_hash` is 0): the class and
+/// offsets for a stage that does not spread by flow (the worker), which
+/// then does not pay for a hash it would throw away.
+#[inline]
+#[must_use]
+pub fn classify_head(head: &[u8], frame_len: usize) -> FrameInfo {
+    parse_impl::<false>(head, frame_len)
+}
+
+/// The hash `f` computes when `H`, else 0 (not computed).
+#[inline(always)]
+fn gate<const H: bool>(f: impl FnOnce() -> u32) -> u32 {
+    if H {
+        f()
+    } else {
+        0
+    }
+}
+
+#[inline]
+fn parse_impl<const H: bool>(head: &[u8], frame_len: usize) -> FrameInfo {
     let len = frame_len.max(head.len());
     if len < ETH_HDR_LEN {
         return FrameInfo::RUNT;
@@ -334,14 +358,20 @@ pub fn parse_head(head: &[u8], frame_len: usize) -> FrameInfo {
             &l2,
             0,
             0,
-            hash_l2(head, l2.ethertype),
+            gate::<H>(|| hash_l2(head, l2.ethertype)),
         );
     }
     let l3 = l2.l3_offset;
     match l2.ethertype {
-        ethertype::IPV4 => parse_ipv4(head, len, &l2),
-        ethertype::IPV6 => parse_ipv6(head, len, &l2),
-        et => info(FrameClass::NonIp, &l2, l3, 0, hash_l2(head, et)),
+        ethertype::IPV4 => parse_ipv4::<H>(head, len, &l2),
+        ethertype::IPV6 => parse_ipv6::<H>(head, len, &l2),
+        et => info(
+            FrameClass::NonIp,
+            &l2,
+            l3,
+            0,
+            gate::<H>(|| hash_l2(head, et)),
+        ),
     }
 }
 
@@ -378,7 +408,7 @@ fn l4_class(proto: u8, head: &[u8], avail: usize, first_fragment: bool) -> Frame
 }
 
 #[inline]
-fn parse_ipv4(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
+fn parse_ipv4<const H: bool>(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
     let l3 = l2.l3_offset;
     // walk_vlans kept l3 <= head.len() <= len.
     let ip = match Ipv4Packet::new_checked_in(&head[l3..], len - l3) {
@@ -389,12 +419,12 @@ fn parse_ipv4(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
                 l2,
                 l3,
                 0,
-                hash_l2(head, l2.ethertype),
+                gate::<H>(|| hash_l2(head, l2.ethertype)),
             )
         }
     };
     let (src, dst, proto) = (ip.src_addr(), ip.dst_addr(), ip.protocol());
-    let h3 = || hash_v4(src, dst, proto, 0);
+    let h3 = || gate::<H>(|| hash_v4(src, dst, proto, 0));
     if ip.frag_offset() != 0 {
         return info(FrameClass::OtherIp, l2, l3, 0, h3());
     }
@@ -409,13 +439,13 @@ fn parse_ipv4(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
         h3()
     } else {
         // l4_class saw 8 (UDP) / 20 (TCP) bytes in view at payload[0..].
-        hash_v4(src, dst, proto, be32(payload, 0))
+        gate::<H>(|| hash_v4(src, dst, proto, be32(payload, 0)))
     };
     info(class, l2, l3, l3 + ip.header_len(), h)
 }
 
 #[inline]
-fn parse_ipv6(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
+fn parse_ipv6<const H: bool>(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
     let l3 = l2.l3_offset;
     let ip = match Ipv6Packet::new_checked_in(&head[l3..], len - l3) {
         Ok(ip) => ip,
@@ -425,7 +455,7 @@ fn parse_ipv6(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
                 l2,
                 l3,
                 0,
-                hash_l2(head, l2.ethertype),
+                gate::<H>(|| hash_l2(head, l2.ethertype)),
             )
         }
     };
@@ -433,12 +463,12 @@ fn parse_ipv6(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
     let up = match ip.upper_layer() {
         Ok(up) => up,
         Err(_) => {
-            let h = hash_v6(&src, &dst, ip.next_header(), 0);
+            let h = gate::<H>(|| hash_v6(&src, &dst, ip.next_header(), 0));
             return info(FrameClass::Malformed, l2, l3, 0, h);
         }
     };
     let proto = up.protocol;
-    let h3 = || hash_v6(&src, &dst, proto, 0);
+    let h3 = || gate::<H>(|| hash_v6(&src, &dst, proto, 0));
     if up.non_first_fragment {
         return info(FrameClass::OtherIp, l2, l3, 0, h3());
     }
@@ -453,7 +483,7 @@ fn parse_ipv6(head: &[u8], len: usize, l2: &L2Header) -> FrameInfo {
     let h = if up.fragmented {
         h3()
     } else {
-        hash_v6(&src, &dst, proto, be32(payload, 0))
+        gate::<H>(|| hash_v6(&src, &dst, proto, be32(payload, 0)))
     };
     info(class, l2, l3, l3 + up.offset, h)
 }
