@@ -40,7 +40,7 @@ PCAP_MBUFS = 32768
 # Latency below saturation: offered loads as fractions of the capacity
 # (min of tq's and ring's null default-point medians of the same run), and
 # the --on-full mode of those runs (drop: any queue overflow shows as drops).
-LOADS = (0.25, 0.50, 0.75)
+LOADS = (0.10, 0.25, 0.50)
 LOADS_QUICK = (0.50,)
 LOAD_ON_FULL = "drop"
 
