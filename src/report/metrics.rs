@@ -747,3 +747,40 @@ fn capture_metrics(
         per_port(|c| c.dropped.load(Ordering::Relaxed)),
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At 2.1 GHz, 100 ns is 210 cycles and 200 ns 420; the internal
+    /// buckets there are 4 and 8 cycles wide ([204, 207], [208, 211],
+    /// [416, 423]).
+    #[test]
+    fn latency_buckets_never_count_a_sample_above_le() {
+        const HZ: u64 = 2_100_000_000;
+        let mut h = Histogram::new();
+        for cycles in [207, 211, 419, 424, 1 << 40] {
+            h.record(cycles);
+        }
+        let l = LatencyHistogram::new(&h, HZ);
+        let cumulative = |le: f64| -> u64 {
+            l.buckets
+                .iter()
+                .take_while(|(b, _)| *b <= le)
+                .map(|(_, n)| n)
+                .sum()
+        };
+        // 207 cycles (98.6 ns) is wholly below 100 ns; 211 (100.5 ns) is
+        // above it. 419 (199.5 ns) shares [416, 423] with values above
+        // 200 ns, so it counts at 500 ns, as does 424 (201.9 ns).
+        assert_eq!(cumulative(1e-7), 1);
+        assert_eq!(cumulative(2e-7), 2);
+        assert_eq!(cumulative(5e-7), 4);
+        assert_eq!(cumulative(1e-1), 4);
+        assert_eq!(l.buckets.last(), Some(&(f64::INFINITY, 1)));
+        assert_eq!(l.buckets.len(), LATENCY_BOUNDS_NS.len() + 1);
+        assert_eq!(l.count, 5);
+        let sum = (207 + 211 + 419 + 424 + (1u64 << 40)) as f64 / HZ as f64;
+        assert!((l.sum_seconds - sum).abs() < 1e-12 * sum);
+    }
+}
