@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # Installs what tqfwd needs on Debian 12, only when it is missing:
 # DPDK 22.11 (runtime, headers, testpmd/dpdk-test), pkg-config, clang and
-# libclang (bindgen), iproute2 and ethtool (kernel-peer tests), a Rust
-# toolchain check, and rustfmt and clippy (scripts/test.sh). Run as root.
+# libclang (bindgen), iproute2 and ethtool (kernel-peer tests), what the
+# Debian package and its tests use (dpkg-dev, lintian, man-db,
+# bash-completion, systemd, promtool), a Rust toolchain check, and rustfmt
+# and clippy (scripts/test.sh). Run as root.
 set -euo pipefail
 need=()
 pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk-dev)
@@ -15,6 +17,15 @@ command -v kill >/dev/null 2>&1 || need+=(procps)
 # ethtool to turn TX checksum offload off in the sending namespace.
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
 command -v ethtool >/dev/null 2>&1 || need+=(ethtool)
+# The Debian package and its test (scripts/package.sh, test-package.sh):
+# dpkg-shlibdeps, lintian, man, bash-completion, systemd-analyze.
+command -v dpkg-shlibdeps >/dev/null 2>&1 || need+=(dpkg-dev)
+command -v lintian >/dev/null 2>&1 || need+=(lintian)
+command -v man >/dev/null 2>&1 || need+=(man-db)
+[ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
+command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
+# tests/exposition.rs: promtool, which comes with the Prometheus server.
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
     echo "install-deps: installing ${need[*]}"
     if [ "$(id -u)" != 0 ]; then
@@ -22,6 +33,14 @@ if [ ${#need[@]} -gt 0 ]; then
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
+    # Only promtool is wanted from prometheus: keep its installation from
+    # starting the server (a policy-rc.d that refuses every start, for
+    # this install only, where the machine has none).
+    if [[ " ${need[*]} " == *" prometheus "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
+        printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+        chmod 755 /usr/sbin/policy-rc.d
+        trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+    fi
     apt-get update -q
     apt-get install -y -q --no-install-recommends "${need[@]}"
 fi

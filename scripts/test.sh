@@ -20,3 +20,7 @@ cargo test --release --features testkit --no-run
 # the binaries' own unit tests run in parallel.
 cargo test --release --features testkit
 scripts/loom.sh
+# The Debian package (built from the release build above, lintian,
+# installed, removed, purged) and the links of README.md and docs/.
+scripts/test-package.sh
+scripts/check-links.sh

@@ -124,7 +124,7 @@ fn completions_and_man_page_need_no_eal() {
     for args in [&["--", "--man"][..], &["--man"]] {
         let run = run_raw(args, Duration::from_secs(10));
         assert_eq!(run.code(), 0, "{args:?}: {}", run.describe());
-        assert!(run.stdout.contains(".TH tqfwd"), "{args:?}");
+        assert!(run.stdout.contains(".TH tqfwd 8 "), "{args:?}: section 8");
         // roff spells `--backend` with escaped dashes
         assert!(run.stdout.contains(r"\-\-backend"), "{args:?}");
         assert!(!run.stderr.contains("EAL:"), "{args:?}: EAL started");

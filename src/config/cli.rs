@@ -557,7 +557,11 @@ pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome>
     }
     if cli.man {
         let mut out = Vec::new();
+        // Section 8 (system administration): where the package installs it
+        // and what the unit's `Documentation=man:tqfwd(8)` names.
         clap_mangen::Man::new(Options::command())
+            .section("8")
+            .manual("System Administration")
             .render(&mut out)
             .map_err(|e| ParseOutcome::Usage(format!("cannot render the man page: {e}")))?;
         return Err(ParseOutcome::Help(

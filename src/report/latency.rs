@@ -174,6 +174,27 @@ impl Histogram {
         }
     }
 
+    /// Samples that are certainly at most `v`: the counts of the buckets
+    /// whose every value is `<= v`. A bucket holding values on both sides
+    /// of `v` is left out, so no sample above `v` is ever counted; what is
+    /// missed lies within 1/32 below `v` (nothing below 64, where buckets
+    /// are exact, nor when `v` is a bucket's highest value). The top
+    /// bucket also holds the clamped values, so it counts only for
+    /// `v == u64::MAX`.
+    pub fn count_at_most(&self, v: u64) -> u64 {
+        let end = if v == u64::MAX {
+            BUCKETS
+        } else {
+            let idx = index(v);
+            if idx < BUCKETS - 1 && bucket_bounds(idx).1 == v {
+                idx + 1
+            } else {
+                idx
+            }
+        };
+        self.counts[..end].iter().sum()
+    }
+
     /// The `p`-th percentile (`p` in 0..=100, clamped): the smallest bucket
     /// holding the sample of rank `ceil(p/100 × count)` (at least rank 1),
     /// reported as that bucket's highest value, capped by the exact max.
@@ -203,14 +224,9 @@ impl Histogram {
     }
 }
 
-/// The percentiles the summary, the JSON and `/metrics` report: (p for
-/// [`Histogram::percentile`], the Prometheus quantile label).
-pub const REPORTED: [(f64, &str); 4] = [
-    (50.0, "0.5"),
-    (90.0, "0.9"),
-    (99.0, "0.99"),
-    (99.9, "0.999"),
-];
+/// The percentiles (p for [`Histogram::percentile`]) the summary and the
+/// JSON report as p50, p90, p99, p999.
+pub const REPORTED: [f64; 4] = [50.0, 90.0, 99.0, 99.9];
 
 /// A TX lcore's histogram as it last published it, for a reader while the
 /// lcore runs (`--metrics`). The lcore copies its histogram in (8 KiB)
@@ -442,6 +458,55 @@ mod tests {
         assert_eq!(merged.count(), both.count());
         assert_eq!(merged.min(), both.min());
         assert_eq!(merged.percentile(99.0), before);
+    }
+
+    #[test]
+    fn count_at_most_never_counts_a_larger_sample() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut h = Histogram::new();
+        let mut all = Vec::with_capacity(20_000);
+        for _ in 0..20_000 {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            let v = (x >> 40) >> ((x >> 8) % 20);
+            h.record(v);
+            all.push(v);
+        }
+        h.record(u64::MAX); // clamped into the top bucket
+        all.push(u64::MAX);
+        let at_most = |v: u64| all.iter().filter(|&&x| x <= v).count() as u64;
+        for v in [
+            0,
+            1,
+            31,
+            63,
+            64,
+            100,
+            210,
+            1000,
+            4321,
+            99_999,
+            1 << 20,
+            1 << 35,
+        ] {
+            let got = h.count_at_most(v);
+            assert!(got <= at_most(v), "{v}: {got} > {}", at_most(v));
+            // Whatever is missed lies within 1/32 below v.
+            assert!(
+                got >= at_most(v.saturating_sub(v / SUB_BUCKETS as u64 + 1)),
+                "{v}: {got}"
+            );
+        }
+        // Exact at a bucket's highest value and in the exact range.
+        for idx in [0, 31, 32, 100, 500, BUCKETS - 2] {
+            let hi = bucket_bounds(idx).1;
+            assert_eq!(h.count_at_most(hi), at_most(hi), "bucket {idx}");
+        }
+        assert_eq!(h.count_at_most(40), at_most(40));
+        // The clamped sample counts only at the very top.
+        assert_eq!(h.count_at_most((1u64 << MAX_BITS) - 1), h.count() - 1);
+        assert_eq!(h.count_at_most(u64::MAX), h.count());
     }
 
     #[test]

@@ -35,10 +35,11 @@
 //! - with `--class`, per class {class} (`default` first):
 //!   `class_packets_total`, `class_dedicated_queue_packets_total`,
 //!   `class_drops_total`;
-//! - with `--latency`: `latency_seconds`{quantile} for 0.5, 0.9, 0.99 and
-//!   0.999 (the summary's percentiles, same code), `latency_seconds_sum`
-//!   and `latency_seconds_count`, over every TX lcore's samples; gauges,
-//!   as prometheus-client has no summary type (the names are a summary's);
+//! - with `--latency`: the histogram `latency_seconds` (`_bucket`{le},
+//!   `_sum`, `_count`) over every TX lcore's samples, with `le` bounds at
+//!   1-2-5 steps from 100 ns to 100 ms and `+Inf`, so `histogram_quantile`
+//!   aggregates it across lcores and instances; each bound counts only
+//!   samples at or below it (see [`LatencyHistogram::new`]);
 //! - per hand-off queue {stage (`rx_to_worker`, `worker_to_tx`), from,
 //!   to} where from and to are lcores (a shared queue's producers joined
 //!   by `+`): `handoff_queue_packets` (in it now) and
@@ -70,14 +71,17 @@
 //! `run` drops the server before the teardown and EAL's cleanup.
 
 use super::capture::CaptureCounters;
-use super::latency::{cycles_to_ns, Histogram, HistogramSlot, REPORTED};
+use super::latency::{cycles_to_ns, Histogram, HistogramSlot};
 use super::stats::{DropReason, Totals};
 use super::telemetry::Live;
 use crate::dpdk::{self, signal, Port, QueueProbe};
 use prometheus_client::collector::Collector;
-use prometheus_client::encoding::{prometheus_text, DescriptorEncoder, EncodeMetric};
+use prometheus_client::encoding::{
+    prometheus_text, DescriptorEncoder, EncodeMetric, MetricEncoder, NoLabelSet,
+};
 use prometheus_client::metrics::counter::ConstCounter;
 use prometheus_client::metrics::gauge::ConstGauge;
+use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::fmt;
 use std::io::{ErrorKind, Read, Write};
@@ -604,8 +608,76 @@ fn class_metrics(e: &mut DescriptorEncoder, live: &Live, t: &Totals) -> fmt::Res
     )
 }
 
-/// `--latency`: the TX lcores' histograms as last published, merged; the
-/// percentiles are the summary's ([`REPORTED`]), in seconds.
+/// Upper bounds of the exported latency buckets, in nanoseconds: 1-2-5
+/// steps from 100 ns to 100 ms (the `+Inf` bucket follows them).
+const LATENCY_BOUNDS_NS: [u64; 19] = [
+    100,
+    200,
+    500,
+    1_000,
+    2_000,
+    5_000,
+    10_000,
+    20_000,
+    50_000,
+    100_000,
+    200_000,
+    500_000,
+    1_000_000,
+    2_000_000,
+    5_000_000,
+    10_000_000,
+    20_000_000,
+    50_000_000,
+    100_000_000,
+];
+
+/// `--latency` as a Prometheus histogram: per bound, the samples not above
+/// it (the encoder turns these per-bucket counts into cumulative ones).
+struct LatencyHistogram {
+    sum_seconds: f64,
+    count: u64,
+    /// (upper bound in seconds, samples in this bucket only).
+    buckets: Vec<(f64, u64)>,
+}
+
+impl LatencyHistogram {
+    /// From the merged histogram (TSC cycles) at `tsc_hz`. A bound of `le`
+    /// seconds is `floor(le × tsc_hz)` cycles, computed in integers; its
+    /// count is [`Histogram::count_at_most`] of that: never a sample above
+    /// `le`, and whatever lies within 1/32 below `le` in an internal
+    /// bucket that straddles it counts at the next bound.
+    fn new(all: &Histogram, tsc_hz: u64) -> LatencyHistogram {
+        let mut buckets = Vec::with_capacity(LATENCY_BOUNDS_NS.len() + 1);
+        let mut below = 0;
+        for ns in LATENCY_BOUNDS_NS {
+            let cycles = (ns as u128 * tsc_hz as u128 / 1_000_000_000) as u64;
+            let at_most = all.count_at_most(cycles);
+            buckets.push((ns as f64 / 1e9, at_most - below));
+            below = at_most;
+        }
+        buckets.push((f64::INFINITY, all.count() - below));
+        LatencyHistogram {
+            sum_seconds: cycles_to_ns(all.sum() as f64, tsc_hz) / 1e9,
+            count: all.count(),
+            buckets,
+        }
+    }
+}
+
+impl EncodeMetric for LatencyHistogram {
+    fn encode(&self, mut encoder: MetricEncoder) -> fmt::Result {
+        encoder.encode_histogram::<NoLabelSet>(self.sum_seconds, self.count, &self.buckets, None)
+    }
+
+    fn metric_type(&self) -> MetricType {
+        MetricType::Histogram
+    }
+}
+
+/// `--latency`: the TX lcores' histograms as last published, merged, as
+/// one Prometheus histogram in seconds (`histogram_quantile` over its
+/// buckets aggregates across lcores and instances).
 fn latency_metrics(e: &mut DescriptorEncoder, slots: &[Arc<HistogramSlot>]) -> fmt::Result {
     if slots.is_empty() {
         return Ok(());
@@ -614,33 +686,11 @@ fn latency_metrics(e: &mut DescriptorEncoder, slots: &[Arc<HistogramSlot>]) -> f
     for s in slots {
         s.merge_into(&mut all);
     }
-    let hz = dpdk::tsc_hz();
-    let seconds = |cycles: f64| cycles_to_ns(cycles, hz) / 1e9;
     family(
         e,
         "tqfwd_latency_seconds",
-        "RX to TX latency of sampled packets, quantiles over the TX lcores (a copy at most 0.1 s old)",
-        REPORTED
-            .iter()
-            .map(|(p, q)| {
-                (
-                    vec![("quantile", q.to_string())],
-                    gauge(seconds(all.percentile(*p) as f64)),
-                )
-            })
-            .collect(),
-    )?;
-    family(
-        e,
-        "tqfwd_latency_seconds_sum",
-        "sum of the sampled RX to TX latencies",
-        vec![(Labels::new(), gauge(seconds(all.sum() as f64)))],
-    )?;
-    family(
-        e,
-        "tqfwd_latency_seconds_count",
-        "latency samples",
-        vec![(Labels::new(), gauge(all.count() as i64))],
+        "RX to TX latency of sampled packets over the TX lcores (a copy at most 0.1 s old)",
+        vec![(Labels::new(), LatencyHistogram::new(&all, dpdk::tsc_hz()))],
     )
 }
 
@@ -696,4 +746,41 @@ fn capture_metrics(
         "--capture: copies lost (capture pool empty or ring full)",
         per_port(|c| c.dropped.load(Ordering::Relaxed)),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// At 2.1 GHz, 100 ns is 210 cycles and 200 ns 420; the internal
+    /// buckets there are 4 and 8 cycles wide ([204, 207], [208, 211],
+    /// [416, 423]).
+    #[test]
+    fn latency_buckets_never_count_a_sample_above_le() {
+        const HZ: u64 = 2_100_000_000;
+        let mut h = Histogram::new();
+        for cycles in [207, 211, 419, 424, 1 << 40] {
+            h.record(cycles);
+        }
+        let l = LatencyHistogram::new(&h, HZ);
+        let cumulative = |le: f64| -> u64 {
+            l.buckets
+                .iter()
+                .take_while(|(b, _)| *b <= le)
+                .map(|(_, n)| n)
+                .sum()
+        };
+        // 207 cycles (98.6 ns) is wholly below 100 ns; 211 (100.5 ns) is
+        // above it. 419 (199.5 ns) shares [416, 423] with values above
+        // 200 ns, so it counts at 500 ns, as does 424 (201.9 ns).
+        assert_eq!(cumulative(1e-7), 1);
+        assert_eq!(cumulative(2e-7), 2);
+        assert_eq!(cumulative(5e-7), 4);
+        assert_eq!(cumulative(1e-1), 4);
+        assert_eq!(l.buckets.last(), Some(&(f64::INFINITY, 1)));
+        assert_eq!(l.buckets.len(), LATENCY_BOUNDS_NS.len() + 1);
+        assert_eq!(l.count, 5);
+        let sum = (207 + 211 + 419 + 424 + (1u64 << 40)) as f64 / HZ as f64;
+        assert!((l.sum_seconds - sum).abs() < 1e-12 * sum);
+    }
 }

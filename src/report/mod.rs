@@ -254,7 +254,7 @@ fn latency_report(histograms: Vec<Box<Histogram>>) -> LatencyReport {
         all.merge(&h);
     }
     let ns = |c: u64| cycles_to_ns(c as f64, dpdk::tsc_hz());
-    let [p50, p90, p99, p999] = latency::REPORTED.map(|(p, _)| ns(all.percentile(p)));
+    let [p50, p90, p99, p999] = latency::REPORTED.map(|p| ns(all.percentile(p)));
     LatencyReport {
         p50,
         p90,

@@ -809,3 +809,42 @@ pub fn assert_usage_error(run: &Run, needles: &[&str]) {
         .count();
     assert_eq!(ours, 1, "exactly one error line\n{}", run.describe());
 }
+
+// ---------------------------------------------------------------------------
+// `--metrics` (tests/metrics.rs, tests/exposition.rs).
+// ---------------------------------------------------------------------------
+
+/// A port nobody listens on right now: bind port 0, note it, release it.
+pub fn free_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").expect("bind port 0");
+    l.local_addr().unwrap().port()
+}
+
+/// One `GET path` over a plain TCP stream: (status line, headers, body).
+pub fn http_get(
+    addr: std::net::SocketAddr,
+    path: &str,
+) -> std::io::Result<(String, String, String)> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect_timeout(&addr, Duration::from_secs(1))?;
+    s.set_read_timeout(Some(Duration::from_secs(5)))?;
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nAccept: text/plain\r\nConnection: close\r\n\r\n"
+    )?;
+    let mut text = String::new();
+    s.read_to_string(&mut text)?;
+    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+    let (status, headers) = head.split_once("\r\n").unwrap_or((head, ""));
+    Ok((status.to_string(), headers.to_string(), body.to_string()))
+}
+
+/// tqfwd on two `net_null` ports on lcores 0-1 with `app` and `--metrics`
+/// on a free local port, until [`stop_live`].
+pub fn spawn_live_metrics(app: &[&str]) -> (Proc, std::net::SocketAddr) {
+    let addr: std::net::SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+    let addr_arg = addr.to_string();
+    let mut args = app.to_vec();
+    args.extend(["--metrics", &addr_arg]);
+    (spawn_live_null("0-1", &args).0, addr)
+}
