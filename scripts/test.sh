@@ -20,3 +20,5 @@ cargo test --release --features testkit --no-run
 # the binaries' own unit tests run in parallel.
 cargo test --release --features testkit
 scripts/loom.sh
+# The mixed-operations soak, short (docs/soak.md; the hour: --minutes 60).
+scripts/soak.sh --seconds 60
