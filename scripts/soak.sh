@@ -160,7 +160,7 @@ dumpcapper() {
         k=$((k + 1))
         if [ "$killed" = no ] && [ "$(($(date +%s) - t0))" -ge "$half" ]; then
             killed=yes
-            dpdk-dumpcap --file-prefix "$prefix" -i net_null1 -w "$out/dumpcap-killed.pcapng" \
+            dpdk-dumpcap --file-prefix "$prefix" -i net_null1 -a filesize:20000 -w "$out/dumpcap-killed.pcapng" \
                 >"$out/dumpcap-killed.log" 2>&1 &
             local dc=$!
             # Attached once it says what it captures.
@@ -175,7 +175,8 @@ dumpcapper() {
             continue
         fi
         local iface=net_null$((k % 2)) log
-        log=$(timeout 20 dpdk-dumpcap --file-prefix "$prefix" -i "$iface" -a duration:1 \
+        # 1 s or 20 MB, whichever comes first (net_null fills 400 MB a second).
+        log=$(timeout 20 dpdk-dumpcap --file-prefix "$prefix" -i "$iface" -a duration:1 -a filesize:20000 \
             -w "$out/dumpcap.pcapng" 2>&1) && rc=0 || rc=$?
         echo "rc $rc: $(grep -o "received/dropped on interface.*" <<<"$log" | head -n 1)$( [ "$rc" -ne 0 ] && tail -n 2 <<<"$log" | tr '\n' ' ')" >>"$out/dumpcap.txt"
     done
@@ -291,6 +292,7 @@ wait "$pid"
 rc=$?
 set -e
 trap - INT TERM
+rm -f "$out"/dumpcap*.pcapng
 # A SIGKILLed secondary may leave the primary's runtime files behind.
 rm -rf "/var/run/dpdk/$prefix" /dev/hugepages/"${prefix}"map_* 2>/dev/null || true
 judge "$rc"
