@@ -24,3 +24,5 @@ scripts/loom.sh
 # installed, removed, purged) and the links of README.md and docs/.
 scripts/test-package.sh
 scripts/check-links.sh
+# The mixed-operations soak, short (docs/soak.md; the hour: --minutes 60).
+scripts/soak.sh --seconds 60

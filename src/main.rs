@@ -15,7 +15,7 @@ use tqfwd::config::cli::{self, split_args};
 use tqfwd::dpdk::{self, Eal};
 use tqfwd::error::RunError;
 use tqfwd::report::metrics::MetricsListener;
-use tqfwd::report::output::{OutputFile, WRITE_STALL_LIMIT};
+use tqfwd::report::output::{check_distinct, OutputFile, WRITE_STALL_LIMIT};
 use tqfwd::report::stats::Report;
 
 fn usage_error(msg: &str) -> ExitCode {
@@ -39,7 +39,9 @@ fn print_text(text: &str) -> ExitCode {
 }
 
 /// What is opened before EAL, so that a path or address that cannot be
-/// used is a usage error before anything runs.
+/// used is a usage error before anything runs. A file an open creates is
+/// removed again when the run ends before writing it (their `Drop`), so
+/// a run refused after EAL leaves nothing behind.
 struct Outputs {
     stats_json: Option<OutputFile>,
     /// An address in use fails here.
@@ -49,6 +51,19 @@ struct Outputs {
 
 impl Outputs {
     fn open(opts: &cli::Options) -> Result<Outputs, String> {
+        // Before any is created: one file named twice would be written by
+        // two writers, one silently losing to the other.
+        let named: Vec<(String, &std::path::Path)> = opts
+            .capture
+            .iter()
+            .map(|(port, p)| (format!("--capture {port}:{}", p.display()), p.as_path()))
+            .chain(
+                opts.stats_json
+                    .iter()
+                    .map(|p| (format!("--stats-json {}", p.display()), p.as_path())),
+            )
+            .collect();
+        check_distinct(&named)?;
         let stats_json = opts
             .stats_json
             .as_deref()

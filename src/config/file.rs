@@ -7,15 +7,105 @@
 //! list (or one value). `eal` holds the EAL arguments. Each key's value is
 //! validated on its own by the option's parser, so a bad value is reported
 //! with the key, the file and the line. Errors are one line each.
+//!
+//! The file is read bounded ([`read_regular`]): only a regular file of at
+//! most [`MAX_CONFIG_BYTES`]; a FIFO, a character device (`/dev/zero`) or
+//! anything else that may never end is refused without reading, so a wrong
+//! path is exit 2 naming the file, never a start that reads forever.
 
 use crate::config::cli::{clap_error_line, Options};
 use clap::{ArgAction, CommandFactory};
 use std::collections::BTreeMap;
+use std::fmt;
+use std::fs::File;
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use toml::{Spanned, Value};
 
 /// Options that make no sense in a file: they read files or print and exit.
 const NOT_IN_FILE: &[&str] = &["config", "completions", "man", "help", "version"];
+
+/// Largest `--config` file read: a file of options is a few KiB.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// Why [`read_regular`] refused a file.
+#[derive(Debug)]
+pub enum ReadError {
+    /// Opening or reading failed.
+    Io(std::io::Error),
+    /// Not a regular file: what it is (`a FIFO`, `a character device`, …).
+    NotRegular(&'static str),
+    /// Longer than the limit (bytes).
+    TooLarge(u64),
+}
+
+impl fmt::Display for ReadError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ReadError::Io(e) => write!(f, "cannot read the file: {e}"),
+            ReadError::NotRegular(what) => write!(f, "is {what}, not a regular file"),
+            ReadError::TooLarge(limit) => {
+                write!(f, "is larger than the limit of {}", size_text(*limit))
+            }
+        }
+    }
+}
+
+/// `1 MiB`, `256 MiB`, `1000 bytes`.
+fn size_text(bytes: u64) -> String {
+    if bytes >= 1 << 20 && bytes % (1 << 20) == 0 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{bytes} bytes")
+    }
+}
+
+fn kind_of(t: std::fs::FileType) -> &'static str {
+    if t.is_dir() {
+        "a directory"
+    } else if t.is_fifo() {
+        "a FIFO"
+    } else if t.is_char_device() {
+        "a character device"
+    } else if t.is_block_device() {
+        "a block device"
+    } else if t.is_socket() {
+        "a socket"
+    } else {
+        "not a file"
+    }
+}
+
+/// Reads the regular file at `path`, at most `limit` bytes. Anything else
+/// (a FIFO, a character device such as `/dev/zero`, a socket, a
+/// directory) is refused before any read: the open uses `O_NONBLOCK`, so
+/// a FIFO without a writer does not block it, and the type is checked on
+/// the open file (no window between a check and the open). A file longer
+/// than `limit`, also one that grows while read, is refused; memory used
+/// is at most `limit` plus one read.
+pub fn read_regular(path: &Path, limit: u64) -> Result<Vec<u8>, ReadError> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
+        .open(path)
+        .map_err(ReadError::Io)?;
+    let meta = file.metadata().map_err(ReadError::Io)?;
+    if !meta.is_file() {
+        return Err(ReadError::NotRegular(kind_of(meta.file_type())));
+    }
+    if meta.len() > limit {
+        return Err(ReadError::TooLarge(limit));
+    }
+    let mut bytes = Vec::with_capacity(meta.len() as usize);
+    <File as Read>::take(file, limit + 1)
+        .read_to_end(&mut bytes)
+        .map_err(ReadError::Io)?;
+    if bytes.len() as u64 > limit {
+        return Err(ReadError::TooLarge(limit));
+    }
+    Ok(bytes)
+}
 
 /// A loaded config file.
 #[derive(Debug, Clone, Default)]
@@ -31,13 +121,19 @@ impl ConfigFile {
     /// Reads and checks `path`. The error is one line naming the file and,
     /// where one is at fault, the key and its line.
     pub fn load(path: &Path) -> Result<Self, String> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            format!(
-                "--config {}: cannot read the file: {e}",
-                path.to_string_lossy()
-            )
+        let shown = path.to_string_lossy();
+        let bytes = read_regular(path, MAX_CONFIG_BYTES).map_err(|e| match e {
+            ReadError::Io(_) => format!("--config {shown}: {e}"),
+            ReadError::NotRegular(_) => {
+                format!("--config {shown} {e}: give a TOML file")
+            }
+            ReadError::TooLarge(_) => {
+                format!("--config {shown} {e}: a config file holds a few options; check the path")
+            }
         })?;
-        Self::parse(&text, &path.to_string_lossy())
+        let text = String::from_utf8(bytes)
+            .map_err(|_| format!("--config {shown}: not UTF-8 text: give a TOML file"))?;
+        Self::parse(&text, &shown)
     }
 
     /// Checks the TOML `text` of the file named `name` (for messages).
@@ -259,6 +355,56 @@ mod tests {
             matches!(&missing, Err(ParseOutcome::Usage(l)) if l.contains("/nonexistent/x.toml")),
             "{missing:?}"
         );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn read_regular_refuses_what_may_never_end_and_what_is_too_large() {
+        let dir = std::env::temp_dir().join(format!("tqfwd-read-bounds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let fifo = dir.join("fifo");
+        let _ = std::fs::remove_file(&fifo);
+        assert!(std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success());
+        let file = dir.join("f");
+        std::fs::write(&file, [b'x'; 100]).unwrap();
+        for (path, limit, needle) in [
+            (
+                Path::new("/dev/zero"),
+                100,
+                "is a character device, not a regular file",
+            ),
+            (fifo.as_path(), 100, "is a FIFO, not a regular file"),
+            (dir.as_path(), 100, "is a directory, not a regular file"),
+            (file.as_path(), 99, "is larger than the limit of 99 bytes"),
+            (Path::new("/nonexistent/x"), 100, "cannot read the file"),
+        ] {
+            let e = read_regular(path, limit).unwrap_err().to_string();
+            assert!(e.contains(needle), "{}: {e}", path.display());
+        }
+        // Exactly the limit is read.
+        assert_eq!(read_regular(&file, 100).unwrap().len(), 100);
+        // The config's own line names the option, the file and the limit.
+        let big = dir.join("big.toml");
+        std::fs::write(&big, vec![b'#'; MAX_CONFIG_BYTES as usize + 1]).unwrap();
+        for (path, needle) in [
+            (
+                Path::new("/dev/zero"),
+                "is a character device, not a regular file: give a TOML file",
+            ),
+            (big.as_path(), "is larger than the limit of 1 MiB"),
+        ] {
+            let e = ConfigFile::load(path).unwrap_err();
+            assert!(
+                e.starts_with(&format!("--config {} ", path.display()))
+                    && e.contains(needle)
+                    && !e.contains('\n'),
+                "{e}"
+            );
+        }
         std::fs::remove_dir_all(&dir).ok();
     }
 

@@ -8,6 +8,15 @@
 //! The writer never forwards: it runs beside the lcores like the stats
 //! thread. At the end it drains every ring, so each copy is freed before
 //! the capture pools are counted.
+//!
+//! Files: opened before EAL (a path that cannot be written fails first)
+//! but neither truncated nor written until the writer starts, which is
+//! when forwarding starts ([`writer_thread`]); a run that ends before
+//! that (a usage error found after EAL, such as a port that does not
+//! exist) leaves an existing file as it was and removes a file its open
+//! created. What exists and is not a regular file (a FIFO, a device) is
+//! refused without being opened. A created file has mode
+//! [`CREATE_MODE`]: frames can carry anything, so not world-readable.
 
 use crate::dpdk::capture::CaptureReceiver;
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
@@ -32,11 +41,33 @@ pub const RING_SLOTS: u32 = 2048;
 /// How long the writer sleeps when every ring was empty.
 const IDLE_SLEEP: Duration = Duration::from_micros(200);
 
-/// A `--capture` file, open since before EAL.
+/// Mode of a capture file tqfwd creates (the umask applies on top).
+pub const CREATE_MODE: u32 = 0o640;
+
+/// A `--capture` file, open since before EAL, not yet truncated: dropping
+/// it before [`CaptureFile::start`] removes it if the open created it.
 pub struct CaptureFile {
     pub port: u16,
     pub path: PathBuf,
-    file: File,
+    file: Option<File>,
+    created: bool,
+}
+
+impl CaptureFile {
+    /// The point of no return: empties the file and hands it over.
+    fn start(mut self) -> std::io::Result<File> {
+        let file = self.file.take().expect("a capture file starts once");
+        file.set_len(0)?;
+        Ok(file)
+    }
+}
+
+impl Drop for CaptureFile {
+    fn drop(&mut self) {
+        if self.file.is_some() && self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
 }
 
 /// Opens every `--capture` file (created or truncated). `Err` is one line
@@ -50,33 +81,57 @@ pub fn open_files(capture: &[(u16, PathBuf)]) -> Result<Vec<CaptureFile>, String
 
 fn open_file(port: u16, path: &Path) -> Result<CaptureFile, String> {
     let shown = path.display();
-    if path.is_dir() {
-        return Err(format!(
-            "--capture {port}:{shown} is a directory: give a file path (e.g. {})",
-            path.join("port.pcapng").display()
-        ));
+    let not_regular =
+        || format!("--capture {port}:{shown} is not a regular file: give a regular file path");
+    match std::fs::metadata(path) {
+        Ok(m) if m.is_dir() => {
+            return Err(format!(
+                "--capture {port}:{shown} is a directory: give a file path (e.g. {})",
+                path.join("port.pcapng").display()
+            ))
+        }
+        // A device or FIFO is not opened at all: opening one for writing
+        // can have effects of its own.
+        Ok(m) if !m.is_file() => return Err(not_regular()),
+        _ => {}
     }
-    // O_NONBLOCK: a FIFO without a reader fails at once instead of
-    // blocking the start; only regular files are taken.
-    let file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
-        .open(path)
-        .map_err(|e| {
-            format!("--capture {port}:{shown} cannot be written ({e}): choose a writable path")
-        })?;
-    if !file.metadata().map(|m| m.is_file()).unwrap_or(false) {
-        return Err(format!(
-            "--capture {port}:{shown} is not a regular file: give a regular file path"
-        ));
-    }
-    Ok(CaptureFile {
+    let cannot = |e: std::io::Error| {
+        format!("--capture {port}:{shown} cannot be written ({e}): choose a writable path")
+    };
+    // O_NONBLOCK: should a FIFO appear after the check, the open fails at
+    // once instead of blocking the start; the type is checked again on
+    // the open file below.
+    let open = |create: bool| {
+        let mut o = std::fs::OpenOptions::new();
+        o.write(true)
+            .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC);
+        if create {
+            o.create_new(true).mode(CREATE_MODE);
+        }
+        o.open(path)
+    };
+    let (file, created) = match open(true) {
+        Ok(f) => (f, true),
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            (open(false).map_err(cannot)?, false)
+        }
+        Err(e) => return Err(cannot(e)),
+    };
+    let capture = CaptureFile {
         port,
         path: path.to_path_buf(),
-        file,
-    })
+        file: Some(file),
+        created,
+    };
+    let regular = capture
+        .file
+        .as_ref()
+        .and_then(|f| f.metadata().ok())
+        .is_some_and(|m| m.is_file());
+    if !regular {
+        return Err(not_regular());
+    }
+    Ok(capture)
 }
 
 /// What one capture's RX lcores and writer share.
@@ -125,44 +180,57 @@ pub struct Capture {
     pub path: PathBuf,
     pub counters: Arc<CaptureCounters>,
     pub receiver: CaptureReceiver,
+    /// The file until the writer starts.
+    pending: Option<CaptureFile>,
     file: Option<PcapNgWriter<BufWriter<File>>>,
     error: Option<String>,
 }
 
 impl Capture {
-    /// Starts the pcapng file (section header, then one interface named
-    /// `name` with nanosecond timestamps).
+    /// One capture's writer side; the file is left as it is until
+    /// [`Capture::start`].
     pub fn new(
         file: CaptureFile,
         name: String,
         counters: Arc<CaptureCounters>,
         receiver: CaptureReceiver,
     ) -> Capture {
-        let mut c = Capture {
+        Capture {
             port: file.port,
             name,
-            path: file.path,
+            path: file.path.clone(),
             counters,
             receiver,
+            pending: Some(file),
             file: None,
             error: None,
+        }
+    }
+
+    /// Empties the file and starts the pcapng (section header, then one
+    /// interface named after the port with nanosecond timestamps).
+    fn start(&mut self) {
+        let Some(pending) = self.pending.take() else {
+            return;
         };
         let idb = InterfaceDescriptionBlock {
             linktype: DataLink::ETHERNET,
             snaplen: 0,
             options: vec![
-                InterfaceDescriptionOption::IfName(Cow::Owned(c.name.clone())),
+                InterfaceDescriptionOption::IfName(Cow::Owned(self.name.clone())),
                 // The EPB timestamps below are nanoseconds.
                 InterfaceDescriptionOption::IfTsResol(9),
             ],
         };
-        match PcapNgWriter::new(BufWriter::with_capacity(1 << 16, file.file))
+        match pending
+            .start()
+            .map_err(pcap_file::PcapError::IoError)
+            .and_then(|f| PcapNgWriter::new(BufWriter::with_capacity(1 << 16, f)))
             .and_then(|mut w| w.write_pcapng_block(idb).map(|_| w))
         {
-            Ok(w) => c.file = Some(w),
-            Err(e) => c.fail(e.to_string()),
+            Ok(w) => self.file = Some(w),
+            Err(e) => self.fail(e.to_string()),
         }
-        c
     }
 
     fn fail(&mut self, e: String) {
@@ -265,7 +333,8 @@ impl WallClock {
     }
 }
 
-/// The writer thread: writes copies as they come until `finished` (every
+/// The writer thread: starts every file (forwarding has started: the
+/// point of no return), writes copies as they come until `finished` (every
 /// lcore returned), then drains every ring and closes the files. `stall`
 /// (a test knob) delays the first dequeue. Returns the reports and the
 /// copies still allocated (0 when every copy was freed).
@@ -275,6 +344,9 @@ pub fn writer_thread(
     clock: WallClock,
     stall: Option<Duration>,
 ) -> (Vec<CaptureReport>, u64) {
+    for c in captures.iter_mut() {
+        c.start();
+    }
     if let Some(d) = stall {
         std::thread::sleep(d);
     }

@@ -6,9 +6,9 @@
 //! Promises: the listener is bound before EAL starts ([`MetricsListener`]),
 //! so an address in use is a usage error naming `--metrics` before anything
 //! runs; scrapes are answered on a thread of their own (`tqfwd-metrics`,
-//! not an lcore's), one connection at a time with 1 s read/write timeouts
-//! (and 1 s for the whole request head), so a stuck client delays the next
-//! scrape by a few seconds at most and never blocks the datapath. The
+//! not an lcore's) by [`super::metrics_http`], which serves every
+//! connection at once with a cap, a head deadline and a head size limit,
+//! so no client delays another's scrape and none blocks the datapath. The
 //! thread runs where the stats thread does, on the main lcore's CPU; a
 //! scrape takes it about 0.1–0.2 ms. Counters are relaxed snapshots (a
 //! figure may be a few bursts old) and only grow.
@@ -72,6 +72,7 @@
 
 use super::capture::CaptureCounters;
 use super::latency::{cycles_to_ns, Histogram, HistogramSlot};
+use super::metrics_http::{self, Limits, Page};
 use super::stats::{DropReason, Totals};
 use super::telemetry::Live;
 use crate::dpdk::{self, signal, Port, QueueProbe};
@@ -84,20 +85,10 @@ use prometheus_client::metrics::gauge::ConstGauge;
 use prometheus_client::metrics::MetricType;
 use prometheus_client::registry::Registry;
 use std::fmt;
-use std::io::{ErrorKind, Read, Write};
-use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::io::ErrorKind;
+use std::net::{SocketAddr, TcpListener};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
-use std::thread::JoinHandle;
-use std::time::{Duration, Instant};
-
-/// How often the idle server looks for a connection or the stop.
-const ACCEPT_POLL: Duration = Duration::from_millis(50);
-/// Read and write timeout of one scrape's connection, and the most its
-/// request head may take to arrive.
-const IO_TIMEOUT: Duration = Duration::from_secs(1);
-/// Largest request head read (request line and headers).
-const MAX_HEAD: usize = 8192;
 
 /// The `--metrics` socket, bound before EAL starts.
 pub struct MetricsListener {
@@ -139,135 +130,23 @@ impl MetricsListener {
     pub fn serve(self, live: Arc<Live>, sources: Sources) -> std::io::Result<MetricsServer> {
         let mut registry = Registry::default();
         registry.register_collector(Box::new(Exporter(live, sources)));
-        let stop = Arc::new(AtomicBool::new(false));
-        let thread = {
-            let stop = stop.clone();
-            std::thread::Builder::new()
-                .name("tqfwd-metrics".into())
-                .spawn(move || serve_loop(&self.listener, &registry, &stop))?
+        let page = Page {
+            path: "/metrics",
+            content_type: prometheus_text::CONTENT_TYPE,
+            render: Box::new(move || {
+                let mut body = String::with_capacity(16 * 1024);
+                prometheus_text::encode(&mut body, &registry)
+                    .map(|()| body)
+                    .map_err(|_| "metrics encoding failed".to_string())
+            }),
         };
-        Ok(MetricsServer {
-            stop,
-            thread: Some(thread),
-        })
+        metrics_http::serve(self.listener, Limits::default(), page, "tqfwd-metrics")
     }
 }
 
-/// The running server: dropping it stops and joins the thread (within
-/// [`ACCEPT_POLL`], or a scrape's [`IO_TIMEOUT`] when one is in progress).
-pub struct MetricsServer {
-    stop: Arc<AtomicBool>,
-    thread: Option<JoinHandle<()>>,
-}
-
-impl Drop for MetricsServer {
-    fn drop(&mut self) {
-        self.stop.store(true, Ordering::Release);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-fn serve_loop(listener: &TcpListener, registry: &Registry, stop: &AtomicBool) {
-    let mut warned = false;
-    while !stop.load(Ordering::Acquire) {
-        match listener.accept() {
-            Ok((stream, peer)) => {
-                if let Err(e) = answer(stream, registry) {
-                    log::debug!("metrics: {peer}: {e}");
-                }
-            }
-            Err(e) if e.kind() == ErrorKind::WouldBlock => std::thread::sleep(ACCEPT_POLL),
-            Err(e) if e.kind() == ErrorKind::Interrupted => {}
-            Err(e) => {
-                // Out of file descriptors and the like: keep trying.
-                if !warned {
-                    log::warn!("metrics: accept: {e}");
-                    warned = true;
-                }
-                std::thread::sleep(ACCEPT_POLL);
-            }
-        }
-    }
-}
-
-/// Reads one request head and writes one response, then closes.
-fn answer(mut stream: TcpStream, registry: &Registry) -> std::io::Result<()> {
-    stream.set_nonblocking(false)?;
-    stream.set_read_timeout(Some(IO_TIMEOUT))?;
-    stream.set_write_timeout(Some(IO_TIMEOUT))?;
-    let head = read_head(&mut stream)?;
-    let (status, extra, body) = route(&head, registry);
-    let head_only = head.starts_with(b"HEAD ");
-    let mut out = format!(
-        "HTTP/1.1 {status}\r\nContent-Type: {}\r\nContent-Length: {}\r\n{extra}Connection: close\r\n\r\n",
-        if status.starts_with("200") {
-            prometheus_text::CONTENT_TYPE
-        } else {
-            "text/plain; charset=utf-8"
-        },
-        body.len()
-    );
-    if !head_only {
-        out.push_str(&body);
-    }
-    stream.write_all(out.as_bytes())?;
-    stream.flush()?;
-    stream.shutdown(std::net::Shutdown::Write)
-}
-
-/// The request head up to its blank line (all of it is read, so closing
-/// does not reset the connection before the client reads the answer).
-fn read_head(stream: &mut TcpStream) -> std::io::Result<Vec<u8>> {
-    let mut head = Vec::with_capacity(512);
-    let mut buf = [0u8; 1024];
-    let started = Instant::now();
-    while head.len() < MAX_HEAD {
-        // A client trickling bytes gets IO_TIMEOUT in all, not per read.
-        if started.elapsed() > IO_TIMEOUT {
-            return Err(ErrorKind::TimedOut.into());
-        }
-        let n = stream.read(&mut buf)?;
-        if n == 0 {
-            break;
-        }
-        head.extend_from_slice(&buf[..n]);
-        if head.windows(4).any(|w| w == b"\r\n\r\n") || head.windows(2).any(|w| w == b"\n\n") {
-            break;
-        }
-    }
-    Ok(head)
-}
-
-/// Status line, extra header lines and body for a request head.
-fn route(head: &[u8], registry: &Registry) -> (&'static str, &'static str, String) {
-    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
-    let line = String::from_utf8_lossy(line);
-    let mut words = line.split_whitespace();
-    let (Some(method), Some(target)) = (words.next(), words.next()) else {
-        return ("400 Bad Request", "", "expected GET /metrics\n".into());
-    };
-    if method != "GET" && method != "HEAD" {
-        return (
-            "405 Method Not Allowed",
-            "Allow: GET, HEAD\r\n",
-            "only GET /metrics\n".into(),
-        );
-    }
-    if target.split('?').next() != Some("/metrics") {
-        return ("404 Not Found", "", "tqfwd serves /metrics\n".into());
-    }
-    let mut body = String::with_capacity(16 * 1024);
-    match prometheus_text::encode(&mut body, registry) {
-        Ok(()) => ("200 OK", "", body),
-        Err(_) => (
-            "500 Internal Server Error",
-            "",
-            "metrics encoding failed\n".into(),
-        ),
-    }
-}
+/// The running server: dropping it closes every connection and joins the
+/// thread.
+pub type MetricsServer = metrics_http::HttpServer;
 
 /// What `/metrics` reads besides [`Live`], taken from the forwarding
 /// setup (`Forwarding::metrics_sources`).

@@ -1,15 +1,19 @@
 //! Reporting: the per-lcore counters and the one fold over them
 //! (`stats`), the live views read while forwarding (the stats thread in
-//! `live`, DPDK telemetry in `telemetry`, Prometheus in `metrics`, systemd
-//! notifications in `systemd`), latency histograms (`latency`),
-//! output files (`output`), and the final [`Report`] assembled once at the
-//! end ([`Final::report`]) for the summary and the JSON.
+//! `live`, DPDK telemetry in `telemetry`, Prometheus in `metrics` served
+//! by `metrics_http`, systemd notifications in `systemd`), latency
+//! histograms (`latency`), output files (`output`), and the final
+//! [`Report`] assembled once at the end ([`Final::report`]) for the
+//! summary and the JSON.
 
 pub mod capture;
 pub mod latency;
 pub mod live;
 pub mod logging;
 pub mod metrics;
+// Under `--cfg loom` (scripts/loom.sh) tokio has no `net`: no server.
+#[cfg_attr(loom, allow(unused))]
+pub mod metrics_http;
 pub mod output;
 pub mod stats;
 pub mod systemd;

@@ -7,15 +7,68 @@
 //! run (a FIFO's reader sees no EOF before the report). The final write to
 //! a FIFO whose reader stops reading waits at most a bound, and less when
 //! the caller's `interrupted` says so (a new stop signal).
+//!
+//! A file the open creates gets mode [`CREATE_MODE`] (less the umask:
+//! never world-writable) and is removed again when the run ends before its
+//! report is written (a usage error found after EAL, a failed start), so
+//! a failed run leaves nothing behind. [`check_distinct`] refuses two
+//! outputs that name one file (`--capture` twice, or a capture file that
+//! is the `--stats-json` path) before anything is opened.
 
 use std::fs::File;
 use std::io::{ErrorKind, Seek, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// How long the final write waits for a FIFO reader that takes nothing.
 pub const WRITE_STALL_LIMIT: Duration = Duration::from_secs(10);
+
+/// Mode of a `--stats-json` file tqfwd creates: the owner writes, others
+/// may read (the figures are no secret); the umask applies on top.
+pub const CREATE_MODE: u32 = 0o644;
+
+/// What makes two paths one file: the device and inode of a file that
+/// exists, or the device and inode of its directory and its name for one
+/// not created yet (so `x`, `./x` and `dir/../x` are one file).
+#[derive(PartialEq, Eq)]
+enum FileId {
+    Inode(u64, u64),
+    Name(u64, u64, std::ffi::OsString),
+}
+
+fn file_id(path: &Path) -> Option<FileId> {
+    if let Ok(m) = std::fs::metadata(path) {
+        return Some(FileId::Inode(m.dev(), m.ino()));
+    }
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let m = std::fs::metadata(dir).ok()?;
+    Some(FileId::Name(
+        m.dev(),
+        m.ino(),
+        path.file_name()?.to_os_string(),
+    ))
+}
+
+/// Refuses two of `outputs` (each an option as the user wrote it, e.g.
+/// `--capture 0:x.pcapng`, and its path) that name the same file: one
+/// would silently overwrite the other. `Err` is one line naming both.
+pub fn check_distinct(outputs: &[(String, &Path)]) -> Result<(), String> {
+    let ids: Vec<Option<FileId>> = outputs.iter().map(|(_, p)| file_id(p)).collect();
+    for (i, a) in ids.iter().enumerate() {
+        let Some(a) = a else { continue };
+        if let Some(j) = ids[..i].iter().position(|b| b.as_ref() == Some(a)) {
+            return Err(format!(
+                "{} and {} name the same file: give each output its own path",
+                outputs[j].0, outputs[i].0
+            ));
+        }
+    }
+    Ok(())
+}
 
 /// An output file named by an option, open since before EAL.
 pub struct OutputFile {
@@ -44,6 +97,7 @@ impl OutputFile {
         let file = std::fs::OpenOptions::new()
             .write(true)
             .create(true)
+            .mode(CREATE_MODE)
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(path)
             .map_err(|e| match e.raw_os_error() {
@@ -191,6 +245,37 @@ mod tests {
             .unwrap();
         drop(f);
         assert_eq!(std::fs::read_to_string(&p).unwrap(), "new");
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn one_file_named_twice_is_refused() {
+        let d = scratch("same");
+        let a = d.join("a.pcapng");
+        let other = d.join("b.pcapng");
+        let dotted = d.join("sub/../a.pcapng");
+        std::fs::create_dir_all(d.join("sub")).unwrap();
+        let named = |p: &Path, what: &str| (format!("{what} {}", p.display()), p.to_path_buf());
+        // Not created yet, then existing (the inode decides).
+        for create in [false, true] {
+            if create {
+                std::fs::write(&a, "x").unwrap();
+            }
+            let outs = [
+                named(&a, "--capture 0:"),
+                named(&other, "--capture 1:"),
+                named(&dotted, "--stats-json"),
+            ];
+            let refs: Vec<(String, &Path)> =
+                outs.iter().map(|(n, p)| (n.clone(), p.as_path())).collect();
+            let e = check_distinct(&refs).unwrap_err();
+            assert!(
+                e.starts_with(&format!("--capture 0: {}", a.display()))
+                    && e.contains(&format!("and --stats-json {}", dotted.display())),
+                "{e}"
+            );
+            assert!(check_distinct(&refs[..2]).is_ok());
+        }
         let _ = std::fs::remove_dir_all(&d);
     }
 

@@ -5,11 +5,12 @@
 //! The reader never panics on bad input: a wrong magic, a cut-off header or
 //! record, or a record claiming more than [`MAX_CAPLEN`] bytes is a
 //! [`PcapError`], after which iteration stops. Memory use per record is
-//! bounded by `MAX_CAPLEN`.
+//! bounded by `MAX_CAPLEN`; [`read_all`] reads only a regular file of at
+//! most [`MAX_FILE_BYTES`] (a FIFO or `/dev/zero` is refused unread).
 
 use std::fmt;
 use std::fs::File;
-use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::path::Path;
 
 /// LINKTYPE_ETHERNET.
@@ -18,6 +19,8 @@ pub const LINKTYPE_ETHERNET: u32 = 1;
 pub const SNAPLEN: u32 = 65535;
 /// Largest record the reader accepts (256 KiB).
 pub const MAX_CAPLEN: u32 = 256 * 1024;
+/// Largest file [`read_all`] reads (test captures are a few MiB).
+pub const MAX_FILE_BYTES: u64 = 256 << 20;
 /// Magic of microsecond-resolution files.
 pub const MAGIC_USEC: u32 = 0xa1b2_c3d4;
 /// Magic of nanosecond-resolution files.
@@ -59,6 +62,9 @@ pub enum PcapError {
         /// Claimed captured length.
         caplen: u32,
     },
+    /// [`read_all`] refused the path: not a regular file, or larger than
+    /// [`MAX_FILE_BYTES`] (the reason as text).
+    Refused(String),
 }
 
 impl fmt::Display for PcapError {
@@ -79,6 +85,7 @@ impl fmt::Display for PcapError {
                 f,
                 "pcap record {index} claims {caplen} captured bytes (limit {MAX_CAPLEN})"
             ),
+            PcapError::Refused(why) => write!(f, "pcap file {why}"),
         }
     }
 }
@@ -289,10 +296,15 @@ impl<R: Read> Iterator for PcapReader<R> {
 
 impl<R: Read> std::iter::FusedIterator for PcapReader<R> {}
 
-/// Reads every packet of the pcap at `path`.
+/// Reads every packet of the pcap at `path`: a regular file of at most
+/// [`MAX_FILE_BYTES`], refused unread otherwise (a FIFO, a device).
 pub fn read_all<P: AsRef<Path>>(path: P) -> Result<Vec<PcapPacket>, PcapError> {
-    let f = File::open(path)?;
-    PcapReader::new(BufReader::new(f))?.collect()
+    use crate::config::file::{read_regular, ReadError};
+    let bytes = read_regular(path.as_ref(), MAX_FILE_BYTES).map_err(|e| match e {
+        ReadError::Io(e) => PcapError::Io(e),
+        refused => PcapError::Refused(refused.to_string()),
+    })?;
+    PcapReader::new(&bytes[..])?.collect()
 }
 
 /// Writes `frames` to a new pcap at `path`, timestamps 1 µs apart from 0.
@@ -414,6 +426,30 @@ mod tests {
         ns[..4].copy_from_slice(&MAGIC_NSEC.to_le_bytes());
         let p = PcapReader::new(&ns[..]).unwrap().next().unwrap().unwrap();
         assert_eq!(p.ts_ns, 1_700_000_000_000_123_456);
+    }
+
+    #[test]
+    fn read_all_refuses_devices_and_oversized_files() {
+        for dev in ["/dev/zero", "/dev/urandom"] {
+            let e = read_all(dev).unwrap_err();
+            assert!(
+                e.to_string()
+                    .contains("is a character device, not a regular file"),
+                "{e}"
+            );
+        }
+        let dir = std::env::temp_dir().join(format!("tqfwd-pcap-bounds-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        // Larger than the limit: a sparse file, refused by its size.
+        let big = dir.join("big.pcap");
+        let f = File::create(&big).unwrap();
+        f.set_len(MAX_FILE_BYTES + 1).unwrap();
+        let e = read_all(&big).unwrap_err();
+        assert!(
+            e.to_string().contains("larger than the limit of 256 MiB"),
+            "{e}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
     }
 
     #[test]
