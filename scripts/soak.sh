@@ -104,8 +104,14 @@ scraper() {
                     if (($1 in prev) && $2 + 0 < prev[$1] + 0)
                         print "scrape " n " at " t ": " $1 " " prev[$1] " -> " $2 >> viol
                 }' "$out/prev.txt" "$out/scrape.txt"
-            mv "$out/next.txt" "$out/prev.txt"
-            echo ok >>"$out/scrapes.txt"
+            # A body cut short (curl's -m deadline after the status line)
+            # holds no series: a failed scrape, not the end of the scraper.
+            if [ -s "$out/next.txt" ]; then
+                mv "$out/next.txt" "$out/prev.txt"
+                echo ok >>"$out/scrapes.txt"
+            else
+                echo "FAIL $t code 200 with no *_total series" >>"$out/scrapes.txt"
+            fi
         elif running; then
             echo "FAIL $t code $code" >>"$out/scrapes.txt"
         fi

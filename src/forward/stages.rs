@@ -524,6 +524,12 @@ impl WorkerStage {
         )
     }
 
+    /// Packets taken per poll at most.
+    #[inline]
+    pub fn burst(&self) -> usize {
+        self.burst
+    }
+
     /// The test knob `--debug-stall-worker`: sleeps (yielding the CPU) in
     /// 1 ms steps until the stall is over or a stop is requested.
     #[cold]
@@ -767,6 +773,12 @@ impl TxStage {
             }
         }
         all_sent
+    }
+
+    /// Packets taken per poll at most.
+    #[inline]
+    pub fn burst(&self) -> usize {
+        self.burst
     }
 
     /// Frees and counts (`tx_full`) whatever the ports would not take.
