@@ -154,14 +154,6 @@ impl Resources {
     }
 }
 
-/// `aa:bb:cc:dd:ee:ff`.
-pub fn mac_string(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
-}
-
 impl Drop for Resources {
     fn drop(&mut self) {
         // Rules before their ports; OpenPorts then closes the ports

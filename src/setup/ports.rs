@@ -5,13 +5,13 @@
 //! error ([`OpenPorts`]), before the pools it uses are freed.
 
 use super::frames::{self, FramePlan};
-use super::mac_string;
 use crate::config::class::ClassSpec;
 use crate::config::cli::Options;
 use crate::config::Plan;
 use crate::dpdk::flow::{FlowRule, InstalledFlow};
 use crate::dpdk::{self, signal, DpdkError, Mempool, Port, PortInfo};
 use crate::error::RunError;
+use crate::wire::MacAddr;
 use std::time::{Duration, Instant};
 
 /// What one port is brought up from.
@@ -141,7 +141,7 @@ pub fn bring_up_port(
         info.name,
         info.driver,
         p.socket,
-        mac_string(&mac),
+        MacAddr(mac),
         n_rx + if class_queues { classes.len() } else { 0 },
         if rss_hf != 0 { "on" } else { "off" },
         if fast_free != 0 { "on" } else { "off" },
