@@ -12,15 +12,21 @@
 use std::io::Write;
 use std::process::ExitCode;
 use tqfwd::config::cli::{self, split_args};
+use tqfwd::config::invocation::{parse_invocation, ParseOutcome};
 use tqfwd::dpdk::{self, Eal};
-use tqfwd::error::RunError;
-use tqfwd::report::metrics::MetricsListener;
-use tqfwd::report::output::{check_distinct, OutputFile, WRITE_STALL_LIMIT};
+use tqfwd::report::capture::{CaptureFile, CaptureFileError};
+use tqfwd::report::metrics::{BindError, MetricsListener};
+use tqfwd::report::output::{check_distinct, OutputError, OutputFile, WRITE_STALL_LIMIT};
 use tqfwd::report::stats::Report;
 
-fn usage_error(msg: &str) -> ExitCode {
+/// One line on stderr; the exit code: 2 for a usage error, 1 otherwise.
+fn fail(code: u8, msg: impl std::fmt::Display) -> ExitCode {
     eprintln!("tqfwd: error: {msg}");
-    ExitCode::from(2)
+    ExitCode::from(code)
+}
+
+fn usage_error(msg: impl std::fmt::Display) -> ExitCode {
+    fail(2, msg)
 }
 
 /// Prints `--help`, `--completions` or `--man` text: exit 0, or 1 with one
@@ -46,11 +52,22 @@ struct Outputs {
     stats_json: Option<OutputFile>,
     /// An address in use fails here.
     metrics: Option<MetricsListener>,
-    captures: Vec<tqfwd::report::capture::CaptureFile>,
+    captures: Vec<CaptureFile>,
+}
+
+/// An output named by an option that cannot be used: a usage error.
+#[derive(Debug, thiserror::Error)]
+enum OutputsError {
+    #[error(transparent)]
+    File(#[from] OutputError),
+    #[error(transparent)]
+    Metrics(#[from] BindError),
+    #[error(transparent)]
+    Capture(#[from] CaptureFileError),
 }
 
 impl Outputs {
-    fn open(opts: &cli::Options) -> Result<Outputs, String> {
+    fn open(opts: &cli::Options) -> Result<Outputs, OutputsError> {
         // Before any is created: one file named twice would be written by
         // two writers, one silently losing to the other.
         let named: Vec<(String, &std::path::Path)> = opts
@@ -94,13 +111,13 @@ fn write_report(report: &Report, stats_json: Option<&mut OutputFile>) -> Result<
         // A FIFO whose reader stalls gets a bounded wait, cut short by one
         // more stop signal.
         let signals = dpdk::signal::stop_signals();
-        if let Err(line) =
-            out.write_all_bounded((json + "\n").as_bytes(), WRITE_STALL_LIMIT, || {
-                dpdk::signal::stop_signals() > signals
-            })
-        {
-            eprintln!("tqfwd: error: {line}; the summary above has the run's counts");
-            return Err(ExitCode::from(1));
+        if let Err(e) = out.write_all_bounded((json + "\n").as_bytes(), WRITE_STALL_LIMIT, || {
+            dpdk::signal::stop_signals() > signals
+        }) {
+            return Err(fail(
+                1,
+                format_args!("{e}; the summary above has the run's counts"),
+            ));
         }
     }
     Ok(())
@@ -110,7 +127,7 @@ fn main() -> ExitCode {
     tqfwd::report::logging::init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
-    let (mut opts, eal_args) = match cli::parse_invocation(&split.app) {
+    let (mut opts, eal_args) = match parse_invocation(&split.app) {
         // The config file's EAL arguments go before the command line's.
         Ok(inv) => {
             let mut eal = split.eal[..1].to_vec();
@@ -118,8 +135,8 @@ fn main() -> ExitCode {
             eal.extend(split.eal[1..].iter().cloned());
             (inv.options, eal)
         }
-        Err(cli::ParseOutcome::Help(text)) => return print_text(&text),
-        Err(cli::ParseOutcome::Usage(line)) => return usage_error(&line),
+        Err(ParseOutcome::Help(text)) => return print_text(&text),
+        Err(ParseOutcome::Usage(e)) => return usage_error(e),
     };
     opts.devices = cli::requested_devices(&eal_args);
     let Outputs {
@@ -128,14 +145,13 @@ fn main() -> ExitCode {
         captures,
     } = match Outputs::open(&opts) {
         Ok(o) => o,
-        Err(line) => return usage_error(&line),
+        Err(e) => return usage_error(e),
     };
 
     // Before EAL init, so a stop signal that arrives while EAL starts is
     // not fatal: the run then starts, stops at once and reports.
     if let Err(e) = dpdk::signal::install_quit_handler() {
-        eprintln!("tqfwd: error: cannot install signal handlers: {e}");
-        return ExitCode::from(1);
+        return fail(1, format_args!("cannot install signal handlers: {e}"));
     }
     let mut eal = match Eal::init(&eal_args) {
         Ok(e) => e,
@@ -147,7 +163,7 @@ fn main() -> ExitCode {
                 ),
                 None => String::new(),
             };
-            return usage_error(&format!(
+            return usage_error(format_args!(
                 "EAL initialisation failed ({}): check the EAL options before `--` (e.g. -l 0-1 --no-pci --vdev=net_null0){from_file}",
                 e.text
             ));
@@ -169,11 +185,7 @@ fn main() -> ExitCode {
     }
     let report = match result {
         Ok(r) => r,
-        Err(RunError::Usage(msg)) => return usage_error(&msg),
-        Err(RunError::Runtime(msg)) | Err(RunError::OutOfMemory(msg)) => {
-            eprintln!("tqfwd: error: {msg}");
-            return ExitCode::from(1);
-        }
+        Err(e) => return fail(e.exit_code(), e),
     };
 
     if let Err(code) = write_report(&report, stats_json.as_mut()) {
@@ -182,15 +194,17 @@ fn main() -> ExitCode {
     if report.conservation_ok && report.mbufs_in_use == 0 {
         ExitCode::SUCCESS
     } else {
-        eprintln!(
-            "tqfwd: error: end checks failed: conservation {}, mbufs in use {}",
-            if report.conservation_ok {
-                "ok"
-            } else {
-                "FAILED"
-            },
-            report.mbufs_in_use
-        );
-        ExitCode::from(1)
+        fail(
+            1,
+            format_args!(
+                "end checks failed: conservation {}, mbufs in use {}",
+                if report.conservation_ok {
+                    "ok"
+                } else {
+                    "FAILED"
+                },
+                report.mbufs_in_use
+            ),
+        )
     }
 }

@@ -25,7 +25,7 @@ pub fn run(
     captures: Vec<CaptureFile>,
 ) -> Result<Report, RunError> {
     let (machine, ports, infos) = setup::machine(eal)?;
-    let plan = Plan::new(opts, &machine).map_err(RunError::Usage)?;
+    let plan = Plan::new(opts, &machine)?;
     for (line, warn) in plan.numa_lines(&machine) {
         if warn {
             log::warn!("{line}");
@@ -63,15 +63,10 @@ pub fn run(
     {
         log::warn!("telemetry commands not registered: {e}");
     }
-    let server = match metrics.map(|m| m.serve(live.clone(), forwarding.metrics_sources())) {
-        Some(Err(e)) => {
-            return Err(RunError::Runtime(format!(
-                "--metrics: no server thread: {e}"
-            )))
-        }
-        Some(Ok(s)) => Some(s),
-        None => None,
-    };
+    let server = metrics
+        .map(|m| m.serve(live.clone(), forwarding.metrics_sources()))
+        .transpose()
+        .map_err(RunError::MetricsThread)?;
     let finished = forwarding.run(eal, opts, &res, &live);
     // Scrapes end before the ports are closed (they read PMD counters),
     // and the server's queue probes go before the teardown and EAL's

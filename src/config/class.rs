@@ -14,7 +14,7 @@
 //! ```
 //! Example: `--class kv:udp,dst-port=8080:2-3`.
 
-use super::corelist::parse_corelist;
+use super::corelist::{parse_corelist, CorelistError};
 use crate::wire::flow::FlowMatch;
 use crate::wire::ipv4::{prefix_mask, protocol};
 
@@ -34,16 +34,66 @@ pub struct ClassSpec {
     pub lcores: Vec<u32>,
 }
 
-fn parse_prefix(v: &str) -> Result<([u8; 4], u8), String> {
+/// Why a `--class` was refused, or a set of classes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ClassError {
+    #[error("'{0}' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3)")]
+    NotNameMatchLcores(String),
+    #[error("class name '{0}' must be 1-31 letters, digits, '_' or '-'")]
+    BadName(String),
+    #[error("class name 'default' is reserved for unclassified traffic")]
+    ReservedName,
+    /// The MATCH or LCORES part of class `name`.
+    #[error("class {name}: {problem}")]
+    Term { name: String, problem: TermError },
+    #[error("{0} classes given; at most {MAX_CLASSES}")]
+    TooMany(usize),
+    #[error("lcore {lcore} is both a default worker and dedicated to class {class}: take it out of --worker-lcores")]
+    DefaultWorker { lcore: u32, class: String },
+    #[error("class name {0} used twice")]
+    NameTwice(String),
+    #[error("classes {a} and {b} overlap on lcore {lcore}: dedicated lcores must be disjoint")]
+    Overlap { a: String, b: String, lcore: u32 },
+    #[error("classes {a} and {b} match the same traffic")]
+    SameMatch { a: String, b: String },
+}
+
+/// What is wrong in one class's MATCH or LCORES.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TermError {
+    #[error("empty match (e.g. udp,dst-port=8080)")]
+    EmptyMatch,
+    /// `protocol`, `src`, `dst`, `src-port` or `dst-port`.
+    #[error("{0} given twice")]
+    Twice(&'static str),
+    #[error("proto '{0}' is not 0-255")]
+    BadProto(String),
+    #[error("'{0}' is not an IPv4 address")]
+    BadAddress(String),
+    #[error("'{0}' is not a prefix length")]
+    BadPrefixLength(String),
+    #[error("prefix length {0} is over 32")]
+    PrefixTooLong(u8),
+    #[error("port '{0}' is not 0-65535")]
+    BadPort(String),
+    #[error("unknown match term '{0}' (use udp, tcp, proto=N, src=A.B.C.D/LEN, dst=A.B.C.D/LEN, src-port=N, dst-port=N)")]
+    UnknownTerm(String),
+    #[error("a port match needs udp or tcp")]
+    PortWithoutProtocol,
+    #[error(transparent)]
+    Lcores(#[from] CorelistError),
+}
+
+fn parse_prefix(v: &str) -> Result<([u8; 4], u8), TermError> {
     let (a, l) = v.split_once('/').unwrap_or((v, "32"));
     let ip: std::net::Ipv4Addr = a
         .parse()
-        .map_err(|_| format!("'{a}' is not an IPv4 address"))?;
+        .map_err(|_| TermError::BadAddress(a.to_string()))?;
     let len: u8 = l
         .parse()
-        .map_err(|_| format!("'{l}' is not a prefix length"))?;
+        .map_err(|_| TermError::BadPrefixLength(l.to_string()))?;
     if len > 32 {
-        return Err(format!("prefix length {len} is over 32"));
+        return Err(TermError::PrefixTooLong(len));
     }
     let masked = u32::from(ip) & prefix_mask(len);
     Ok((masked.to_be_bytes(), len))
@@ -64,15 +114,11 @@ impl WorkerRange {
 }
 
 /// Parses `NAME:MATCH:LCORES`.
-pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
+pub fn parse_class(s: &str) -> Result<ClassSpec, ClassError> {
     let mut parts = s.splitn(3, ':');
     let (name, match_text, m, l) = match (parts.next(), parts.next(), parts.next()) {
         (Some(n), Some(m), Some(l)) => (n.trim(), m, m.trim(), l.trim()),
-        _ => {
-            return Err(format!(
-                "'{s}' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3)"
-            ))
-        }
+        _ => return Err(ClassError::NotNameMatchLcores(s.to_string())),
     };
     if name.is_empty()
         || name.len() > 31
@@ -80,18 +126,30 @@ pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
             .chars()
             .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
     {
-        return Err(format!(
-            "class name '{name}' must be 1-31 letters, digits, '_' or '-'"
-        ));
+        return Err(ClassError::BadName(name.to_string()));
     }
     if name == "default" {
-        return Err("class name 'default' is reserved for unclassified traffic".into());
+        return Err(ClassError::ReservedName);
     }
+    let term = |problem: TermError| ClassError::Term {
+        name: name.to_string(),
+        problem,
+    };
+    let matcher = parse_match(m).map_err(term)?;
+    let lcores = parse_corelist(l).map_err(|e| term(e.into()))?;
+    Ok(ClassSpec {
+        name: name.to_string(),
+        match_text: match_text.to_string(),
+        matcher,
+        lcores,
+    })
+}
+
+/// Parses the MATCH part of a class.
+fn parse_match(m: &str) -> Result<FlowMatch, TermError> {
     let mut mt = FlowMatch::default();
     if m.is_empty() {
-        return Err(format!(
-            "class {name}: empty match (e.g. udp,dst-port=8080)"
-        ));
+        return Err(TermError::EmptyMatch);
     }
     for term in m.split(',') {
         let term = term.trim();
@@ -99,89 +157,82 @@ pub fn parse_class(s: &str) -> Result<ClassSpec, String> {
             .split_once('=')
             .map(|(k, v)| (k.trim(), Some(v.trim())))
             .unwrap_or((term, None));
-        let dup = |what: &str| format!("class {name}: {what} given twice");
         match (k, v) {
             ("udp", None) | ("tcp", None) => {
                 if mt.proto.is_some() {
-                    return Err(dup("protocol"));
+                    return Err(TermError::Twice("protocol"));
                 }
                 mt.proto = Some(if k == "udp" { PROTO_UDP } else { PROTO_TCP });
             }
             ("proto", Some(v)) => {
                 if mt.proto.is_some() {
-                    return Err(dup("protocol"));
+                    return Err(TermError::Twice("protocol"));
                 }
-                mt.proto = Some(v.parse().map_err(|_| format!("class {name}: proto '{v}' is not 0-255"))?);
+                mt.proto = Some(v.parse().map_err(|_| TermError::BadProto(v.to_string()))?);
             }
             ("src", Some(v)) | ("dst", Some(v)) => {
-                let p = parse_prefix(v).map_err(|e| format!("class {name}: {e}"))?;
-                let slot = if k == "src" { &mut mt.src } else { &mut mt.dst };
+                let p = parse_prefix(v)?;
+                let (slot, what) = if k == "src" {
+                    (&mut mt.src, "src")
+                } else {
+                    (&mut mt.dst, "dst")
+                };
                 if slot.is_some() {
-                    return Err(dup(k));
+                    return Err(TermError::Twice(what));
                 }
                 *slot = Some(p);
             }
             ("src-port", Some(v)) | ("dst-port", Some(v)) => {
-                let port: u16 = v.parse().map_err(|_| format!("class {name}: port '{v}' is not 0-65535"))?;
-                let slot = if k == "src-port" { &mut mt.src_port } else { &mut mt.dst_port };
+                let port: u16 = v.parse().map_err(|_| TermError::BadPort(v.to_string()))?;
+                let (slot, what) = if k == "src-port" {
+                    (&mut mt.src_port, "src-port")
+                } else {
+                    (&mut mt.dst_port, "dst-port")
+                };
                 if slot.is_some() {
-                    return Err(dup(k));
+                    return Err(TermError::Twice(what));
                 }
                 *slot = Some(port);
             }
-            _ => {
-                return Err(format!(
-                    "class {name}: unknown match term '{term}' (use udp, tcp, proto=N, src=A.B.C.D/LEN, dst=A.B.C.D/LEN, src-port=N, dst-port=N)"
-                ))
-            }
+            _ => return Err(TermError::UnknownTerm(term.to_string())),
         }
     }
     if (mt.src_port.is_some() || mt.dst_port.is_some())
         && !matches!(mt.proto, Some(PROTO_UDP) | Some(PROTO_TCP))
     {
-        return Err(format!("class {name}: a port match needs udp or tcp"));
+        return Err(TermError::PortWithoutProtocol);
     }
-    let lcores = parse_corelist(l).map_err(|e| format!("class {name}: {e}"))?;
-    Ok(ClassSpec {
-        name: name.to_string(),
-        match_text: match_text.to_string(),
-        matcher: mt,
-        lcores,
-    })
+    Ok(mt)
 }
 
 /// Checks a set of classes against each other and the default workers.
-pub fn check_classes(classes: &[ClassSpec], default_workers: &[u32]) -> Result<(), String> {
+pub fn check_classes(classes: &[ClassSpec], default_workers: &[u32]) -> Result<(), ClassError> {
     if classes.len() > MAX_CLASSES {
-        return Err(format!(
-            "{} classes given; at most {MAX_CLASSES}",
-            classes.len()
-        ));
+        return Err(ClassError::TooMany(classes.len()));
     }
     for (i, a) in classes.iter().enumerate() {
-        for l in &a.lcores {
-            if default_workers.contains(l) {
-                return Err(format!(
-                    "lcore {l} is both a default worker and dedicated to class {}: take it out of --worker-lcores",
-                    a.name
-                ));
-            }
+        if let Some(&lcore) = a.lcores.iter().find(|l| default_workers.contains(l)) {
+            return Err(ClassError::DefaultWorker {
+                lcore,
+                class: a.name.clone(),
+            });
         }
         for b in &classes[i + 1..] {
             if a.name == b.name {
-                return Err(format!("class name {} used twice", a.name));
+                return Err(ClassError::NameTwice(a.name.clone()));
             }
-            if let Some(l) = a.lcores.iter().find(|l| b.lcores.contains(l)) {
-                return Err(format!(
-                    "classes {} and {} overlap on lcore {l}: dedicated lcores must be disjoint",
-                    a.name, b.name
-                ));
+            if let Some(&lcore) = a.lcores.iter().find(|l| b.lcores.contains(l)) {
+                return Err(ClassError::Overlap {
+                    a: a.name.clone(),
+                    b: b.name.clone(),
+                    lcore,
+                });
             }
             if a.matcher == b.matcher {
-                return Err(format!(
-                    "classes {} and {} match the same traffic",
-                    a.name, b.name
-                ));
+                return Err(ClassError::SameMatch {
+                    a: a.name.clone(),
+                    b: b.name.clone(),
+                });
             }
         }
     }
@@ -221,6 +272,26 @@ mod tests {
         ] {
             assert!(parse_class(bad).is_err(), "{bad} accepted");
         }
+        // The lines as the user sees them.
+        for (bad, line) in [
+            ("kv:udp", "'kv:udp' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3)"),
+            ("k v:udp:1", "class name 'k v' must be 1-31 letters, digits, '_' or '-'"),
+            ("default:udp:1", "class name 'default' is reserved for unclassified traffic"),
+            ("kv::1", "class kv: empty match (e.g. udp,dst-port=8080)"),
+            ("kv:udp,tcp:1", "class kv: protocol given twice"),
+            ("kv:dst=1.2.3.4,dst=1.2.3.5:1", "class kv: dst given twice"),
+            ("kv:udp,src-port=1,src-port=2:1", "class kv: src-port given twice"),
+            ("kv:proto=300:1", "class kv: proto '300' is not 0-255"),
+            ("kv:src=10.0.0.0/33:1", "class kv: prefix length 33 is over 32"),
+            ("kv:src=10.0.0/8:1", "class kv: '10.0.0' is not an IPv4 address"),
+            ("kv:src=10.0.0.0/x:1", "class kv: 'x' is not a prefix length"),
+            ("kv:udp,dst-port=99999:1", "class kv: port '99999' is not 0-65535"),
+            ("kv:sctp:1", "class kv: unknown match term 'sctp' (use udp, tcp, proto=N, src=A.B.C.D/LEN, dst=A.B.C.D/LEN, src-port=N, dst-port=N)"),
+            ("kv:dst-port=80:1", "class kv: a port match needs udp or tcp"),
+            ("kv:udp:x", "class kv: bad lcore list element 'x' (expected N or N-M, e.g. 1,3-4)"),
+        ] {
+            assert_eq!(parse_class(bad).unwrap_err().to_string(), line);
+        }
     }
 
     #[test]
@@ -229,18 +300,22 @@ mod tests {
         let b = parse_class("b:tcp:3-4").unwrap();
         let c = parse_class("c:udp:5").unwrap();
         let a2 = parse_class("a:tcp,dst-port=1:6").unwrap();
-        assert!(check_classes(&[a.clone(), b], &[1])
-            .unwrap_err()
-            .contains("overlap on lcore 3"));
-        assert!(check_classes(&[a.clone(), c.clone()], &[1])
-            .unwrap_err()
-            .contains("match the same traffic"));
-        assert!(check_classes(&[a.clone(), a2], &[1])
-            .unwrap_err()
-            .contains("used twice"));
-        assert!(check_classes(std::slice::from_ref(&a), &[2])
-            .unwrap_err()
-            .contains("both a default worker"));
+        let e = |classes: &[ClassSpec], workers: &[u32]| {
+            check_classes(classes, workers).unwrap_err().to_string()
+        };
+        assert_eq!(
+            e(&[a.clone(), b], &[1]),
+            "classes a and b overlap on lcore 3: dedicated lcores must be disjoint"
+        );
+        assert_eq!(
+            e(&[a.clone(), c.clone()], &[1]),
+            "classes a and c match the same traffic"
+        );
+        assert_eq!(e(&[a.clone(), a2], &[1]), "class name a used twice");
+        assert_eq!(
+            e(std::slice::from_ref(&a), &[2]),
+            "lcore 2 is both a default worker and dedicated to class a: take it out of --worker-lcores"
+        );
         assert!(check_classes(&[a, parse_class("d:tcp:7").unwrap()], &[1]).is_ok());
     }
 

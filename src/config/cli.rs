@@ -3,10 +3,20 @@
 //! EAL options (everything before the first `--`) go to `rte_eal_init`
 //! untouched; the options after it are parsed here with clap, before EAL
 //! starts, so `--help` and most usage errors need no DPDK at all. Usage
-//! errors become one line on stderr and exit code 2.
+//! errors become one line on stderr and exit code 2. The `--config` file
+//! is read and merged in by [`super::invocation`], which uses this module
+//! and [`super::file`]; this one uses neither.
+//!
+//! The value parsers below return `String` errors: clap would take any
+//! error type, but it only renders them into its own "invalid value" line
+//! (the `clap::Error` that [`super::invocation::InvocationError::Args`]
+//! wraps), so a type of their own would have no reader. `--class` and the
+//! corelists have typed errors ([`ClassError`](super::class::ClassError),
+//! [`CorelistError`](super::corelist::CorelistError)): they are read
+//! beyond clap too (the plan's class checks, a class's LCORES).
 
 use crate::config::class::{parse_class, ClassSpec};
-use crate::config::corelist::parse_corelist;
+use crate::config::corelist::{parse_corelist, CorelistError};
 use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
 use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, ValueEnum};
@@ -400,7 +410,7 @@ fn split_at_dashes(argv: &[String]) -> SplitArgs {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CoreList(pub Vec<u32>);
 
-fn parse_corelist_arg(s: &str) -> Result<CoreList, String> {
+fn parse_corelist_arg(s: &str) -> Result<CoreList, CorelistError> {
     parse_corelist(s).map(CoreList)
 }
 
@@ -491,40 +501,21 @@ fn parse_seconds_or_zero(s: &str) -> Result<f64, String> {
     Ok(v)
 }
 
-/// Why [`parse_options`] gave no options to run with.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ParseOutcome {
-    /// `--help` / `--version`: print the text and exit 0.
-    Help(String),
-    /// A one-line usage error: exit 2.
-    Usage(String),
-}
-
 /// Parses the application options (a `--config` file is not read: see
-/// [`parse_invocation`]).
-pub fn parse_options(app_args: &[String]) -> Result<Options, ParseOutcome> {
-    let m = matches(app_args)?;
-    Options::from_arg_matches(&m).map_err(|e| usage_outcome(&e))
+/// [`super::invocation::parse_invocation`]). `--help` and `--version` are
+/// errors of kind `DisplayHelp` / `DisplayVersion` holding their text, as
+/// clap has them.
+pub fn parse_options(app_args: &[String]) -> Result<Options, clap::Error> {
+    Options::from_arg_matches(&matches(app_args)?)
 }
 
 /// clap's matches for `app_args` (argv[0] first).
-pub(crate) fn matches(app_args: &[String]) -> Result<ArgMatches, ParseOutcome> {
-    Options::command()
-        .try_get_matches_from(app_args)
-        .map_err(|e| usage_outcome(&e))
-}
-
-fn usage_outcome(e: &clap::Error) -> ParseOutcome {
-    match e.kind() {
-        clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
-            ParseOutcome::Help(e.to_string())
-        }
-        _ => ParseOutcome::Usage(format!("{} (see tqfwd -- --help)", clap_error_line(e))),
-    }
+pub(crate) fn matches(app_args: &[String]) -> Result<ArgMatches, clap::Error> {
+    Options::command().try_get_matches_from(app_args)
 }
 
 /// The first line of a clap error, without its `error: ` prefix.
-pub(crate) fn clap_error_line(e: &clap::Error) -> String {
+pub fn clap_error_line(e: &clap::Error) -> String {
     let text = e.to_string();
     let line = text
         .lines()
@@ -533,66 +524,16 @@ pub(crate) fn clap_error_line(e: &clap::Error) -> String {
     line.trim_start_matches("error: ").to_string()
 }
 
-/// What the command line asks for once a `--config` file is merged in.
-#[derive(Debug, Clone)]
-pub struct Invocation {
-    /// The options: the file's, replaced by the command line's.
-    pub options: Options,
-    /// The file's `eal` arguments; they go before the command line's.
-    pub file_eal: Vec<String>,
-}
-
-/// Parses the application options and merges the `--config` file into
-/// them. `--completions` and `--man` come back as [`ParseOutcome::Help`]
-/// with the text to print.
-pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome> {
-    let m = matches(app_args)?;
-    let cli = Options::from_arg_matches(&m).map_err(|e| usage_outcome(&e))?;
-    if let Some(shell) = cli.completions {
-        let mut out = Vec::new();
-        clap_complete::generate(shell, &mut Options::command(), "tqfwd", &mut out);
-        return Err(ParseOutcome::Help(
-            String::from_utf8_lossy(&out).into_owned(),
-        ));
-    }
-    if cli.man {
-        let mut out = Vec::new();
-        // Section 8 (system administration): where the package installs it
-        // and what the unit's `Documentation=man:tqfwd(8)` names.
-        clap_mangen::Man::new(Options::command())
-            .section("8")
-            .manual("System Administration")
-            .render(&mut out)
-            .map_err(|e| ParseOutcome::Usage(format!("cannot render the man page: {e}")))?;
-        return Err(ParseOutcome::Help(
-            String::from_utf8_lossy(&out).into_owned(),
-        ));
-    }
-    let Some(path) = cli.config.as_deref() else {
-        return Ok(Invocation {
-            options: cli,
-            file_eal: Vec::new(),
-        });
-    };
-    let file = crate::config::file::ConfigFile::load(path).map_err(ParseOutcome::Usage)?;
-    let on_command_line =
-        |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
-    let mut merged = vec![app_args.first().cloned().unwrap_or_else(|| "tqfwd".into())];
-    merged.extend(file.args_without(on_command_line));
-    merged.extend(app_args.iter().skip(1).cloned());
-    let options = parse_options(&merged)?;
-    Ok(Invocation {
-        options,
-        file_eal: file.eal,
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn is_help(e: &clap::Error) -> bool {
+        e.kind() == clap::error::ErrorKind::DisplayHelp
     }
 
     #[test]
@@ -693,14 +634,14 @@ mod tests {
             &["tqfwd", "--debug-stall-worker", "1"],
         ] {
             match parse_options(&s(bad)) {
-                Err(ParseOutcome::Usage(line)) => assert!(!line.contains('\n'), "{line}"),
+                Err(e) if !is_help(&e) => {
+                    let line = clap_error_line(&e);
+                    assert!(!line.contains('\n'), "{line}")
+                }
                 other => panic!("{bad:?} accepted: {other:?}"),
             }
         }
-        assert!(matches!(
-            parse_options(&s(&["tqfwd", "--help"])),
-            Err(ParseOutcome::Help(_))
-        ));
+        assert!(parse_options(&s(&["tqfwd", "--help"])).is_err_and(|e| is_help(&e)));
         // A negative number is a bad value of the option, named as such (not
         // an unknown argument '-3').
         for (opt, v) in [
@@ -711,7 +652,8 @@ mod tests {
             ("--burst", "-1"),
         ] {
             match parse_options(&s(&["tqfwd", opt, v])) {
-                Err(ParseOutcome::Usage(line)) => {
+                Err(e) if !is_help(&e) => {
+                    let line = clap_error_line(&e);
                     assert!(line.contains(opt) && line.contains(v), "{opt} {v}: {line}")
                 }
                 other => panic!("{opt} {v} accepted: {other:?}"),

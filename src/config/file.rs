@@ -12,11 +12,13 @@
 //! most [`MAX_CONFIG_BYTES`]; a FIFO, a character device (`/dev/zero`) or
 //! anything else that may never end is refused without reading, so a wrong
 //! path is exit 2 naming the file, never a start that reads forever.
+//!
+//! Uses [`super::cli`] (the options' definitions), never the other way:
+//! the two are merged by [`super::invocation`].
 
 use crate::config::cli::{clap_error_line, Options};
 use clap::{ArgAction, CommandFactory};
 use std::collections::BTreeMap;
-use std::fmt;
 use std::fs::File;
 use std::io::Read;
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
@@ -30,26 +32,83 @@ const NOT_IN_FILE: &[&str] = &["config", "completions", "man", "help", "version"
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
 
 /// Why [`read_regular`] refused a file.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// Opening or reading failed.
-    Io(std::io::Error),
+    #[error("cannot read the file: {0}")]
+    Io(#[source] std::io::Error),
     /// Not a regular file: what it is (`a FIFO`, `a character device`, …).
+    #[error("is {0}, not a regular file")]
     NotRegular(&'static str),
     /// Longer than the limit (bytes).
+    #[error("is larger than the limit of {}", size_text(*.0))]
     TooLarge(u64),
 }
 
-impl fmt::Display for ReadError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            ReadError::Io(e) => write!(f, "cannot read the file: {e}"),
-            ReadError::NotRegular(what) => write!(f, "is {what}, not a regular file"),
-            ReadError::TooLarge(limit) => {
-                write!(f, "is larger than the limit of {}", size_text(*limit))
-            }
+/// Why a `--config` file was refused: one line naming the file and, where
+/// one is at fault, the key and its line.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read, or is not a file to read.
+    #[error("--config {path}{}", read_advice(.source))]
+    Read { path: String, source: ReadError },
+    #[error("--config {path}: not UTF-8 text: give a TOML file")]
+    NotUtf8 { path: String },
+    /// Not TOML; `line` where the parser stopped, when it says.
+    #[error("config file {file}{}: {}", line_text(*.line), toml_message(.source))]
+    Toml {
+        file: String,
+        line: Option<usize>,
+        /// Boxed: the parser's error is large and rare.
+        source: Box<toml::de::Error>,
+    },
+    /// A key the file must not have, or a value its option refuses.
+    #[error("config file {file} line {line}: key '{key}': {problem}")]
+    Key {
+        file: String,
+        line: usize,
+        key: String,
+        problem: KeyError,
+    },
+}
+
+/// What is wrong with one key of a config file.
+#[derive(Debug, thiserror::Error)]
+pub enum KeyError {
+    #[error("unknown key (keys are the long option names of tqfwd -- --help without the dashes, e.g. burst = 64; EAL arguments go in eal = [...])")]
+    Unknown,
+    /// `eal` is not a list of strings: what it is.
+    #[error("must be a list of strings (EAL arguments, e.g. eal = [\"-l\", \"0-1\", \"--vdev=net_null0\"]), not {0}")]
+    EalNotStrings(&'static str),
+    #[error("is a flag: write true or false, not {0}")]
+    NotFlag(&'static str),
+    #[error("takes a list of strings or numbers (repeatable option), not {0} in the list")]
+    NotListItem(&'static str),
+    #[error("takes one string or number, not {0}")]
+    NotScalar(&'static str),
+    /// The option's own parser refused the value.
+    #[error("{}", clap_error_line(.0))]
+    Value(#[source] clap::Error),
+}
+
+/// The end of a [`ConfigError::Read`] line: what to do about it.
+fn read_advice(e: &ReadError) -> String {
+    match e {
+        ReadError::Io(_) => format!(": {e}"),
+        ReadError::NotRegular(_) => format!(" {e}: give a TOML file"),
+        ReadError::TooLarge(_) => {
+            format!(" {e}: a config file holds a few options; check the path")
         }
     }
+}
+
+fn line_text(line: Option<usize>) -> String {
+    line.map(|l| format!(" line {l}")).unwrap_or_default()
+}
+
+/// The first line of the TOML parser's message.
+fn toml_message(e: &toml::de::Error) -> &str {
+    e.message().lines().next().unwrap_or("not TOML").trim()
 }
 
 /// `1 MiB`, `256 MiB`, `1000 bytes`.
@@ -120,40 +179,38 @@ pub struct ConfigFile {
 impl ConfigFile {
     /// Reads and checks `path`. The error is one line naming the file and,
     /// where one is at fault, the key and its line.
-    pub fn load(path: &Path) -> Result<Self, String> {
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
         let shown = path.to_string_lossy();
-        let bytes = read_regular(path, MAX_CONFIG_BYTES).map_err(|e| match e {
-            ReadError::Io(_) => format!("--config {shown}: {e}"),
-            ReadError::NotRegular(_) => {
-                format!("--config {shown} {e}: give a TOML file")
-            }
-            ReadError::TooLarge(_) => {
-                format!("--config {shown} {e}: a config file holds a few options; check the path")
-            }
+        let bytes = read_regular(path, MAX_CONFIG_BYTES).map_err(|source| ConfigError::Read {
+            path: shown.to_string(),
+            source,
         })?;
-        let text = String::from_utf8(bytes)
-            .map_err(|_| format!("--config {shown}: not UTF-8 text: give a TOML file"))?;
+        let text = String::from_utf8(bytes).map_err(|_| ConfigError::NotUtf8 {
+            path: shown.to_string(),
+        })?;
         Self::parse(&text, &shown)
     }
 
     /// Checks the TOML `text` of the file named `name` (for messages).
-    pub fn parse(text: &str, name: &str) -> Result<Self, String> {
-        let table: BTreeMap<String, Spanned<Value>> = toml::from_str(text).map_err(|e| {
-            let at = e
-                .span()
-                .map(|s| format!(" line {}", line_of(text, s.start)))
-                .unwrap_or_default();
-            let msg = e.message().lines().next().unwrap_or("not TOML").trim();
-            format!("config file {name}{at}: {msg}")
-        })?;
+    pub fn parse(text: &str, name: &str) -> Result<Self, ConfigError> {
+        let table: BTreeMap<String, Spanned<Value>> =
+            toml::from_str(text).map_err(|source: toml::de::Error| ConfigError::Toml {
+                file: name.to_string(),
+                line: source.span().map(|s| line_of(text, s.start)),
+                source: Box::new(source),
+            })?;
         let mut keys: Vec<(&String, &Spanned<Value>)> = table.iter().collect();
         keys.sort_by_key(|(_, v)| v.span().start);
         let cmd = Options::command();
         let mut file = ConfigFile::default();
         for (key, value) in keys {
             let line = line_of(text, value.span().start);
-            let fail =
-                |what: String| format!("config file {name} line {line}: key '{key}': {what}");
+            let fail = |problem: KeyError| ConfigError::Key {
+                file: name.to_string(),
+                line,
+                key: key.clone(),
+                problem,
+            };
             if key == "eal" {
                 file.eal = eal_args(value.get_ref()).map_err(fail)?;
                 continue;
@@ -162,14 +219,12 @@ impl ConfigFile {
                 .get_arguments()
                 .find(|a| a.get_long() == Some(key.as_str()))
                 .filter(|a| !NOT_IN_FILE.contains(&a.get_id().as_str()))
-                .ok_or_else(|| {
-                    fail("unknown key (keys are the long option names of tqfwd -- --help without the dashes, e.g. burst = 64; EAL arguments go in eal = [...])".into())
-                })?;
-            let args = key_args(key, arg.get_action(), value.get_ref()).map_err(&fail)?;
+                .ok_or_else(|| fail(KeyError::Unknown))?;
+            let args = key_args(key, arg.get_action(), value.get_ref()).map_err(fail)?;
             // The option's own parser judges the value, alone.
             let argv = std::iter::once("tqfwd".to_string()).chain(args.iter().cloned());
             if let Err(e) = Options::command().try_get_matches_from(argv) {
-                return Err(fail(clap_error_line(&e)));
+                return Err(fail(KeyError::Value(e)));
             }
             file.args.push((arg.get_id().to_string(), args));
         }
@@ -218,13 +273,8 @@ fn type_name(v: &Value) -> &'static str {
     }
 }
 
-fn eal_args(v: &Value) -> Result<Vec<String>, String> {
-    let wrong = || {
-        format!(
-            "must be a list of strings (EAL arguments, e.g. eal = [\"-l\", \"0-1\", \"--vdev=net_null0\"]), not {}",
-            type_name(v)
-        )
-    };
+fn eal_args(v: &Value) -> Result<Vec<String>, KeyError> {
+    let wrong = || KeyError::EalNotStrings(type_name(v));
     let Value::Array(items) = v else {
         return Err(wrong());
     };
@@ -238,15 +288,12 @@ fn eal_args(v: &Value) -> Result<Vec<String>, String> {
 }
 
 /// The command-line arguments for `key = v`.
-fn key_args(key: &str, action: &ArgAction, v: &Value) -> Result<Vec<String>, String> {
+fn key_args(key: &str, action: &ArgAction, v: &Value) -> Result<Vec<String>, KeyError> {
     match action {
         ArgAction::SetTrue => match v {
             Value::Boolean(true) => Ok(vec![format!("--{key}")]),
             Value::Boolean(false) => Ok(Vec::new()),
-            _ => Err(format!(
-                "is a flag: write true or false, not {}",
-                type_name(v)
-            )),
+            _ => Err(KeyError::NotFlag(type_name(v))),
         },
         ArgAction::Append => {
             let items: &[Value] = match v {
@@ -256,25 +303,21 @@ fn key_args(key: &str, action: &ArgAction, v: &Value) -> Result<Vec<String>, Str
             items
                 .iter()
                 .map(|i| {
-                    scalar(i).map(|s| format!("--{key}={s}")).ok_or_else(|| {
-                        format!(
-                            "takes a list of strings or numbers (repeatable option), not {} in the list",
-                            type_name(i)
-                        )
-                    })
+                    scalar(i)
+                        .map(|s| format!("--{key}={s}"))
+                        .ok_or_else(|| KeyError::NotListItem(type_name(i)))
                 })
                 .collect()
         }
         _ => scalar(v)
             .map(|s| vec![format!("--{key}={s}")])
-            .ok_or_else(|| format!("takes one string or number, not {}", type_name(v))),
+            .ok_or_else(|| KeyError::NotScalar(type_name(v))),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::cli::{parse_invocation, Backend, ParseOutcome};
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
@@ -318,44 +361,51 @@ mod tests {
             ("man = true\n", "'man'", 1),
             ("[section]\nburst = 1\n", "'section'", 1),
         ] {
-            let e = ConfigFile::parse(text, "dir/t.toml").unwrap_err();
+            let e = ConfigFile::parse(text, "dir/t.toml")
+                .unwrap_err()
+                .to_string();
             assert!(
                 e.contains(key) && e.contains("dir/t.toml") && e.contains(&format!("line {line}:")),
                 "{text:?}: {e}"
             );
             assert!(!e.contains('\n'), "{e}");
         }
-        let e = ConfigFile::parse("burst = \n", "t.toml").unwrap_err();
+        let e = ConfigFile::parse("burst = \n", "t.toml")
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("t.toml line 1") && !e.contains('\n'), "{e}");
-    }
-
-    #[test]
-    fn command_line_replaces_file_values() {
-        let dir = std::env::temp_dir().join(format!("tqfwd-cfg-unit-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        let path = dir.join("c.toml");
-        std::fs::write(
-            &path,
-            "eal = [\"--no-pci\"]\nbackend = \"ring\"\nburst = 64\nclass = [\"a:udp:1\", \"b:tcp:1\"]\npeer-mac = [\"0=02:00:00:00:00:01\"]\n",
-        )
-        .unwrap();
-        let p = path.to_string_lossy().to_string();
-        let inv = parse_invocation(&s(&[
-            "tqfwd", "--config", &p, "--burst", "8", "--class", "c:udp:1",
-        ]))
-        .unwrap();
-        assert_eq!(inv.options.backend, Backend::Ring);
-        assert_eq!(inv.options.burst, 8);
-        assert_eq!(inv.options.class.len(), 1);
-        assert_eq!(inv.options.class[0].name, "c");
-        assert_eq!(inv.options.peer_mac.len(), 1);
-        assert_eq!(inv.file_eal, s(&["--no-pci"]));
-        let missing = parse_invocation(&s(&["tqfwd", "--config", "/nonexistent/x.toml"]));
-        assert!(
-            matches!(&missing, Err(ParseOutcome::Usage(l)) if l.contains("/nonexistent/x.toml")),
-            "{missing:?}"
-        );
-        std::fs::remove_dir_all(&dir).ok();
+        // Whole lines, as the user sees them.
+        for (text, line) in [
+            (
+                "burst = 64\nbogus = 1\n",
+                "config file t.toml line 2: key 'bogus': unknown key (keys are the long option names of tqfwd -- --help without the dashes, e.g. burst = 64; EAL arguments go in eal = [...])",
+            ),
+            (
+                "eal = 1\n",
+                "config file t.toml line 1: key 'eal': must be a list of strings (EAL arguments, e.g. eal = [\"-l\", \"0-1\", \"--vdev=net_null0\"]), not an integer",
+            ),
+            (
+                "latency = 1\n",
+                "config file t.toml line 1: key 'latency': is a flag: write true or false, not an integer",
+            ),
+            (
+                "peer-mac = [true]\n",
+                "config file t.toml line 1: key 'peer-mac': takes a list of strings or numbers (repeatable option), not true/false in the list",
+            ),
+            (
+                "burst = [1, 2]\n",
+                "config file t.toml line 1: key 'burst': takes one string or number, not a list",
+            ),
+            (
+                "burst = 0\n",
+                "config file t.toml line 1: key 'burst': invalid value '0' for '--burst <N>': 0 is not in 1..=256",
+            ),
+        ] {
+            assert_eq!(
+                ConfigFile::parse(text, "t.toml").unwrap_err().to_string(),
+                line
+            );
+        }
     }
 
     #[test]
@@ -397,7 +447,7 @@ mod tests {
             ),
             (big.as_path(), "is larger than the limit of 1 MiB"),
         ] {
-            let e = ConfigFile::load(path).unwrap_err();
+            let e = ConfigFile::load(path).unwrap_err().to_string();
             assert!(
                 e.starts_with(&format!("--config {} ", path.display()))
                     && e.contains(needle)

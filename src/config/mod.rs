@@ -1,13 +1,17 @@
 //! Everything decided before DPDK holds a resource, with neither DPDK nor
-//! the datapath: the command line (`cli`, clap) and its `--config` file
-//! (`file`), DPDK corelists, the
+//! the datapath: the command line (`cli`, clap), its `--config` file
+//! (`file`) and the two merged (`invocation`), DPDK corelists, the
 //! `--class` grammar, and the [`Plan`] of a run resolved from the options
 //! and the machine's facts.
+//!
+//! Imports go one way: `invocation` → `file` → `cli` → `class` →
+//! `corelist`, and `plan` → `cli`, `class` (`scripts/check-imports.sh`).
 
 pub mod class;
 pub mod cli;
 pub mod corelist;
 pub mod file;
+pub mod invocation;
 pub mod plan;
 
-pub use plan::{Lcore, Machine, Plan, PortFacts, RoleLayout, Roles, MAX_PORTS};
+pub use plan::{Lcore, Machine, Plan, PlanError, PortFacts, RoleLayout, Roles, MAX_PORTS};

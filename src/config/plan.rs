@@ -5,8 +5,9 @@
 //! so every check here is a usage error (exit 2) raised before forwarding
 //! starts, and every rule is a plain unit test.
 
-use super::class::{check_classes, ClassSpec, WorkerRange};
+use super::class::{check_classes, ClassError, ClassSpec, WorkerRange};
 use super::cli::{Options, RequestedDevice};
+use std::path::PathBuf;
 
 /// An EAL lcore id.
 pub type Lcore = u32;
@@ -19,6 +20,77 @@ pub const POOL_CACHE: usize = 256;
 
 /// Largest burst anywhere (RX, hand-off, TX), for pool sizing.
 const MAX_BURST: usize = crate::queue::MAX_BURST;
+
+/// Why the options cannot run on this machine: a usage error (exit 2),
+/// one line naming the option and what to change.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PlanError {
+    /// `--rx-lcores`, `--worker-lcores` or `--tx-lcores` (or its default) is empty.
+    #[error("{role} is empty: every role needs at least one lcore")]
+    EmptyRole { role: &'static str },
+    #[error("lcore {lcore} in {role} is not in the EAL lcore set {eal:?}: add it to -l/--lcores or choose another")]
+    RoleLcoreNotInEal {
+        lcore: Lcore,
+        role: &'static str,
+        eal: Vec<Lcore>,
+    },
+    #[error("at most 255 TX lcores")]
+    TooManyTxLcores,
+    /// A device of `-a`/`--allow`/`--vdev` that no port came from.
+    #[error("{option} {name} did not become a port (its probe failed, see EAL's log above): fix its arguments or remove it")]
+    DeviceNotPort { option: &'static str, name: String },
+    #[error("no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/")]
+    NoPorts,
+    #[error("{0} ports found; tqfwd handles at most {MAX_PORTS}")]
+    TooManyPorts(usize),
+    /// `option` (`--peer-mac`, `--capture`) names a port beyond the last.
+    #[error("{option} names port {port}, but only ports 0-{} exist", .ports - 1)]
+    NoSuchPort {
+        option: &'static str,
+        port: u16,
+        ports: usize,
+    },
+    #[error("--capture names port {port} twice ({}): give one file per port", .file.display())]
+    CaptureTwice { port: u16, file: PathBuf },
+    #[error("port ids are not contiguous (found {id} at index {index})")]
+    PortIdGap { id: u16, index: usize },
+    #[error("port {port} ({driver}) allows {max} RX queues but {need} RX lcores need one each: use fewer --rx-lcores (or give the vdev more queues)")]
+    RxQueues {
+        port: usize,
+        driver: String,
+        max: u16,
+        need: usize,
+    },
+    #[error("port {port} ({driver}) allows {max} TX queues but {need} TX lcores need one each: use fewer --tx-lcores")]
+    TxQueues {
+        port: usize,
+        driver: String,
+        max: u16,
+        need: usize,
+    },
+    #[error(transparent)]
+    Classes(#[from] ClassError),
+    #[error(
+        "lcore {lcore} of class {class} is not in the EAL lcore set {eal:?}: add it to -l/--lcores"
+    )]
+    ClassLcoreNotInEal {
+        lcore: Lcore,
+        class: String,
+        eal: Vec<Lcore>,
+    },
+    #[error("--debug-stall-worker {index}: there are {workers} workers (indices 0-{})", .workers - 1)]
+    NoSuchWorker { index: u32, workers: usize },
+    /// `--mbufs` below what one socket's pool must hold.
+    #[error("--mbufs {mbufs} is too small for socket {socket}: {rx_descriptors} RX descriptors + {lcores} lcores x --burst {burst} need at least {need} mbufs: raise --mbufs to {need} or more, or lower --rx-desc or --burst")]
+    MbufsTooFew {
+        mbufs: usize,
+        socket: i32,
+        rx_descriptors: usize,
+        lcores: usize,
+        burst: usize,
+        need: usize,
+    },
+}
 
 /// What the plan needs to know about one port.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -129,7 +201,7 @@ impl RoleLayout {
 
     /// Applies the user's role lists over the default and checks them
     /// against the EAL lcore set.
-    pub fn resolve(opts: &Options, lcores: &[Lcore], main: Lcore) -> Result<RoleLayout, String> {
+    pub fn resolve(opts: &Options, lcores: &[Lcore], main: Lcore) -> Result<RoleLayout, PlanError> {
         let d = RoleLayout::default_for(lcores, main);
         let layout = RoleLayout {
             rx: opts.rx_lcores.clone().map(|c| c.0).unwrap_or(d.rx),
@@ -142,20 +214,18 @@ impl RoleLayout {
             ("--tx-lcores", &layout.tx),
         ] {
             if list.is_empty() {
-                return Err(format!(
-                    "{role} is empty: every role needs at least one lcore"
-                ));
+                return Err(PlanError::EmptyRole { role });
             }
-            for l in list {
-                if !lcores.contains(l) {
-                    return Err(format!(
-                        "lcore {l} in {role} is not in the EAL lcore set {lcores:?}: add it to -l/--lcores or choose another"
-                    ));
-                }
+            if let Some(&lcore) = list.iter().find(|l| !lcores.contains(l)) {
+                return Err(PlanError::RoleLcoreNotInEal {
+                    lcore,
+                    role,
+                    eal: lcores.to_vec(),
+                });
             }
         }
         if layout.tx.len() > 255 {
-            return Err("at most 255 TX lcores".into());
+            return Err(PlanError::TooManyTxLcores);
         }
         Ok(layout)
     }
@@ -241,7 +311,7 @@ impl PoolSizing {
     /// The pool size: `--mbufs` when given (a usage error saying what
     /// fits when it is below [`minimum`](Self::minimum)), else
     /// [`pool_size`] for hand-off queues holding `queued` mbufs.
-    pub fn size(&self, mbufs: Option<u32>, queued: usize) -> Result<usize, String> {
+    pub fn size(&self, mbufs: Option<u32>, queued: usize) -> Result<usize, PlanError> {
         let Some(n) = mbufs.map(|n| n as usize) else {
             return Ok(pool_size(
                 self.descriptors,
@@ -253,10 +323,14 @@ impl PoolSizing {
         };
         let need = self.minimum();
         if n < need {
-            return Err(format!(
-                "--mbufs {n} is too small for socket {}: {} RX descriptors + {} lcores x --burst {} need at least {need} mbufs: raise --mbufs to {need} or more, or lower --rx-desc or --burst",
-                self.socket, self.rx_descriptors, self.lcores, self.burst
-            ));
+            return Err(PlanError::MbufsTooFew {
+                mbufs: n,
+                socket: self.socket,
+                rx_descriptors: self.rx_descriptors,
+                lcores: self.lcores,
+                burst: self.burst,
+                need,
+            });
         }
         Ok(n)
     }
@@ -299,7 +373,7 @@ pub struct Plan {
 
 impl Plan {
     /// Resolves and checks everything the options decide.
-    pub fn new(opts: &Options, m: &Machine) -> Result<Plan, String> {
+    pub fn new(opts: &Options, m: &Machine) -> Result<Plan, PlanError> {
         let layout = RoleLayout::resolve(opts, &m.lcores, m.main)?;
         check_ports(opts, m, &layout)?;
         let classes = &opts.class;
@@ -307,11 +381,10 @@ impl Plan {
         let (workers, class_workers) = class_workers(&layout, classes, &m.lcores)?;
         if let Some((idx, _)) = opts.debug_stall_worker {
             if idx as usize >= workers.len() {
-                return Err(format!(
-                    "--debug-stall-worker {idx}: there are {} workers (indices 0-{})",
-                    workers.len(),
-                    workers.len() - 1
-                ));
+                return Err(PlanError::NoSuchWorker {
+                    index: idx,
+                    workers: workers.len(),
+                });
             }
         }
         let mut rx_stages = layout.rx.clone();
@@ -459,64 +532,62 @@ impl Plan {
 /// Ports: every requested device became one, there are some and not too
 /// many, ids are contiguous, each has a queue per RX and TX lcore, and
 /// `--peer-mac` names existing ports.
-fn check_ports(opts: &Options, m: &Machine, layout: &RoleLayout) -> Result<(), String> {
+fn check_ports(opts: &Options, m: &Machine, layout: &RoleLayout) -> Result<(), PlanError> {
     let names: Vec<String> = m.ports.iter().map(|p| p.name.clone()).collect();
     if let Some(d) = missing_device(&opts.devices, &names) {
-        return Err(format!(
-            "{} {} did not become a port (its probe failed, see EAL's log above): fix its arguments or remove it",
-            d.option, d.name
-        ));
+        return Err(PlanError::DeviceNotPort {
+            option: d.option,
+            name: d.name.clone(),
+        });
     }
     if m.ports.is_empty() {
-        return Err("no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/".into());
+        return Err(PlanError::NoPorts);
     }
     if m.ports.len() > MAX_PORTS {
-        return Err(format!(
-            "{} ports found; tqfwd handles at most {MAX_PORTS}",
-            m.ports.len()
-        ));
+        return Err(PlanError::TooManyPorts(m.ports.len()));
     }
-    for (p, _) in &opts.peer_mac {
-        if *p as usize >= m.ports.len() {
-            return Err(format!(
-                "--peer-mac names port {p}, but only ports 0-{} exist",
-                m.ports.len() - 1
-            ));
+    let ports = m.ports.len();
+    let no_such = |option, port: u16| PlanError::NoSuchPort {
+        option,
+        port,
+        ports,
+    };
+    for &(p, _) in &opts.peer_mac {
+        if p as usize >= ports {
+            return Err(no_such("--peer-mac", p));
         }
     }
     for (k, (p, file)) in opts.capture.iter().enumerate() {
-        if *p as usize >= m.ports.len() {
-            return Err(format!(
-                "--capture names port {p}, but only ports 0-{} exist",
-                m.ports.len() - 1
-            ));
+        if *p as usize >= ports {
+            return Err(no_such("--capture", *p));
         }
         if opts.capture[..k].iter().any(|(q, _)| q == p) {
-            return Err(format!(
-                "--capture names port {p} twice ({}): give one file per port",
-                file.display()
-            ));
+            return Err(PlanError::CaptureTwice {
+                port: *p,
+                file: file.clone(),
+            });
         }
     }
     let (n_rx, n_tx) = (layout.rx.len(), layout.tx.len());
     for (i, p) in m.ports.iter().enumerate() {
         if p.id as usize != i {
-            return Err(format!(
-                "port ids are not contiguous (found {} at index {i})",
-                p.id
-            ));
+            return Err(PlanError::PortIdGap { id: p.id, index: i });
         }
         if (p.max_rx_queues as usize) < n_rx {
-            return Err(format!(
-                "port {i} ({}) allows {} RX queues but {n_rx} RX lcores need one each: use fewer --rx-lcores (or give the vdev more queues)",
-                p.driver, p.max_rx_queues
-            ));
+            return Err(PlanError::RxQueues {
+                port: i,
+                driver: p.driver.clone(),
+                max: p.max_rx_queues,
+                need: n_rx,
+            });
         }
         if (p.max_tx_queues as usize) < n_tx {
-            return Err(format!(
-                "port {i} ({}) allows {} TX queues but {n_tx} TX lcores need one each: use fewer --tx-lcores",
-                p.driver, p.max_tx_queues
-            ));
+            return Err(PlanError::TxQueues {
+                port: i,
+                driver: p.driver.clone(),
+                max: p.max_tx_queues,
+                need: n_tx,
+            });
         }
     }
     Ok(())
@@ -528,18 +599,19 @@ fn class_workers(
     layout: &RoleLayout,
     classes: &[ClassSpec],
     eal_lcores: &[Lcore],
-) -> Result<(Vec<Lcore>, Vec<WorkerRange>), String> {
+) -> Result<(Vec<Lcore>, Vec<WorkerRange>), PlanError> {
     let mut workers = layout.worker.clone();
     let mut ranges = vec![WorkerRange {
         start: 0,
         count: workers.len() as u32,
     }];
     for c in classes {
-        if let Some(l) = c.lcores.iter().find(|l| !eal_lcores.contains(l)) {
-            return Err(format!(
-                "lcore {l} of class {} is not in the EAL lcore set {eal_lcores:?}: add it to -l/--lcores",
-                c.name
-            ));
+        if let Some(&lcore) = c.lcores.iter().find(|l| !eal_lcores.contains(l)) {
+            return Err(PlanError::ClassLcoreNotInEal {
+                lcore,
+                class: c.name.clone(),
+                eal: eal_lcores.to_vec(),
+            });
         }
         ranges.push(WorkerRange {
             start: workers.len() as u32,
@@ -690,18 +762,25 @@ mod tests {
     #[test]
     fn plan_refuses_what_cannot_run() {
         let m = machine(&[0, 1], 2);
-        let err = |args: &[&str], m: &Machine| Plan::new(&opts(args), m).unwrap_err();
-        assert!(err(&["--rx-lcores", "5"], &m).contains("lcore 5 in --rx-lcores"));
-        assert!(err(&["--peer-mac", "2=02:00:00:00:00:01"], &m).contains("--peer-mac names port 2"));
-        assert!(err(&["--debug-stall-worker", "3:10"], &m).contains("there are 1 workers"));
-        assert!(err(&[], &machine(&[0, 1], 0)).contains("no Ethernet ports"));
+        let no_ports = machine(&[0, 1], 0);
         let mut few = machine(&[0, 1, 2, 3], 2);
         few.ports[1].max_tx_queues = 1;
-        assert!(err(&["--tx-lcores", "2-3"], &few).contains("port 1 (net_null) allows 1 TX queues"));
         let mut gap = machine(&[0, 1], 2);
         gap.ports[1].id = 3;
-        assert!(err(&[], &gap).contains("not contiguous"));
-        assert!(err(&["--class", "v:udp:7"], &m).contains("lcore 7 of class v"));
+        for (args, m, line) in [
+            (&["--rx-lcores", "5"][..], &m, "lcore 5 in --rx-lcores is not in the EAL lcore set [0, 1]: add it to -l/--lcores or choose another"),
+            (&["--peer-mac", "2=02:00:00:00:00:01"], &m, "--peer-mac names port 2, but only ports 0-1 exist"),
+            (&["--capture", "5:x.pcapng"], &m, "--capture names port 5, but only ports 0-1 exist"),
+            (&["--capture", "1:a", "--capture", "1:b"], &m, "--capture names port 1 twice (b): give one file per port"),
+            (&["--debug-stall-worker", "3:10"], &m, "--debug-stall-worker 3: there are 1 workers (indices 0-0)"),
+            (&[], &no_ports, "no Ethernet ports: pass --vdev or bind a NIC, see dpdk-config/"),
+            (&["--tx-lcores", "2-3"], &few, "port 1 (net_null) allows 1 TX queues but 2 TX lcores need one each: use fewer --tx-lcores"),
+            (&[], &gap, "port ids are not contiguous (found 3 at index 1)"),
+            (&["--class", "v:udp:7"], &m, "lcore 7 of class v is not in the EAL lcore set [0, 1]: add it to -l/--lcores"),
+            (&["--worker-lcores", "1", "--class", "v:udp:1"], &m, "lcore 1 is both a default worker and dedicated to class v: take it out of --worker-lcores"),
+        ] {
+            assert_eq!(Plan::new(&opts(args), m).unwrap_err().to_string(), line, "{args:?}");
+        }
     }
 
     #[test]
@@ -738,7 +817,10 @@ mod tests {
             buffers_per_lcore: 6,
         };
         assert_eq!(s.minimum(), 1088);
-        assert!(s.size(Some(1000), 0).unwrap_err().contains("at least 1088"));
+        assert_eq!(
+            s.size(Some(1000), 0).unwrap_err().to_string(),
+            "--mbufs 1000 is too small for socket 0: 1024 RX descriptors + 2 lcores x --burst 32 need at least 1088 mbufs: raise --mbufs to 1088 or more, or lower --rx-desc or --burst"
+        );
         assert_eq!(s.size(Some(5000), 0), Ok(5000));
         assert_eq!(
             s.size(None, 4096),

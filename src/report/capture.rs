@@ -70,33 +70,52 @@ impl Drop for CaptureFile {
     }
 }
 
-/// Opens every `--capture` file (created or truncated). `Err` is one line
-/// naming the option and the file.
-pub fn open_files(capture: &[(u16, PathBuf)]) -> Result<Vec<CaptureFile>, String> {
+/// A `--capture` file that cannot be written: a usage error (exit 2), one
+/// line naming the option, the file and what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum CaptureFileError {
+    #[error("--capture {port}:{} is a directory: give a file path (e.g. {})", .path.display(), .path.join("port.pcapng").display())]
+    Directory { port: u16, path: PathBuf },
+    /// A device, a FIFO, a socket: not opened (or closed again).
+    #[error("--capture {port}:{} is not a regular file: give a regular file path", .path.display())]
+    NotRegular { port: u16, path: PathBuf },
+    #[error("--capture {port}:{} cannot be written ({source}): choose a writable path", .path.display())]
+    NotWritable {
+        port: u16,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// Opens every `--capture` file (created or truncated).
+pub fn open_files(capture: &[(u16, PathBuf)]) -> Result<Vec<CaptureFile>, CaptureFileError> {
     capture
         .iter()
         .map(|(port, path)| open_file(*port, path))
         .collect()
 }
 
-fn open_file(port: u16, path: &Path) -> Result<CaptureFile, String> {
-    let shown = path.display();
-    let not_regular =
-        || format!("--capture {port}:{shown} is not a regular file: give a regular file path");
+fn open_file(port: u16, path: &Path) -> Result<CaptureFile, CaptureFileError> {
+    let not_regular = || CaptureFileError::NotRegular {
+        port,
+        path: path.to_path_buf(),
+    };
     match std::fs::metadata(path) {
         Ok(m) if m.is_dir() => {
-            return Err(format!(
-                "--capture {port}:{shown} is a directory: give a file path (e.g. {})",
-                path.join("port.pcapng").display()
-            ))
+            return Err(CaptureFileError::Directory {
+                port,
+                path: path.to_path_buf(),
+            })
         }
         // A device or FIFO is not opened at all: opening one for writing
         // can have effects of its own.
         Ok(m) if !m.is_file() => return Err(not_regular()),
         _ => {}
     }
-    let cannot = |e: std::io::Error| {
-        format!("--capture {port}:{shown} cannot be written ({e}): choose a writable path")
+    let cannot = |source: std::io::Error| CaptureFileError::NotWritable {
+        port,
+        path: path.to_path_buf(),
+        source,
     };
     // O_NONBLOCK: should a FIFO appear after the check, the open fails at
     // once instead of blocking the start; the type is checked again on

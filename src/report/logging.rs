@@ -73,17 +73,20 @@ pub fn init() {
     }
 }
 
+/// A log level [`set_level`] does not know (the name as given, trimmed).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("log level '{0}' is not one of off, error, warn, info, debug, trace")]
+pub struct UnknownLevel(pub String);
+
 /// Sets one level for all of tqfwd's log (`off`, `error`, `warn`, `info`,
 /// `debug`, `trace`); returns its name.
-pub fn set_level(name: &str) -> Result<&'static str, String> {
+pub fn set_level(name: &str) -> Result<&'static str, UnknownLevel> {
     let name = name.trim();
     let (i, level) = LEVELS
         .iter()
         .enumerate()
         .find(|(_, l)| l.as_str().eq_ignore_ascii_case(name))
-        .ok_or_else(|| {
-            format!("log level '{name}' is not one of off, error, warn, info, debug, trace")
-        })?;
+        .ok_or_else(|| UnknownLevel(name.to_string()))?;
     OVERRIDE.store(i + 1, Ordering::Relaxed);
     log::set_max_level(*level);
     log::warn!(
@@ -99,7 +102,10 @@ mod tests {
 
     #[test]
     fn levels_parse_and_refuse() {
-        assert!(set_level("verbose").unwrap_err().contains("'verbose'"));
+        assert_eq!(
+            set_level(" verbose").unwrap_err().to_string(),
+            "log level 'verbose' is not one of off, error, warn, info, debug, trace"
+        );
         assert_eq!(
             OVERRIDE.load(Ordering::Relaxed),
             0,

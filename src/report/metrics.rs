@@ -90,32 +90,51 @@ use std::net::{SocketAddr, TcpListener};
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
+/// Why `--metrics` cannot listen: a usage error (exit 2), one line naming
+/// the option, the address and what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    #[error("--metrics {addr}: the address is already in use: stop what listens there or choose another port")]
+    InUse {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("--metrics {addr}: not an address of this machine: give a local one (e.g. 127.0.0.1:{} or 0.0.0.0:{})", .addr.port(), .addr.port())]
+    NotLocal {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error(
+        "--metrics {addr}: not allowed to listen there ({source}): choose a port from 1024 up"
+    )]
+    Denied {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+    #[error("--metrics {addr}: cannot listen ({source}): choose another address")]
+    Other {
+        addr: SocketAddr,
+        source: std::io::Error,
+    },
+}
+
 /// The `--metrics` socket, bound before EAL starts.
 pub struct MetricsListener {
     listener: TcpListener,
 }
 
 impl MetricsListener {
-    /// Binds `addr`. `Err` is one line naming `--metrics`, the address and
-    /// what to change.
-    pub fn bind(addr: SocketAddr) -> Result<MetricsListener, String> {
-        let listener = TcpListener::bind(addr).map_err(|e| match e.kind() {
-            ErrorKind::AddrInUse => format!(
-                "--metrics {addr}: the address is already in use: stop what listens there or choose another port"
-            ),
-            ErrorKind::AddrNotAvailable => format!(
-                "--metrics {addr}: not an address of this machine: give a local one (e.g. 127.0.0.1:{} or 0.0.0.0:{})",
-                addr.port(),
-                addr.port()
-            ),
-            ErrorKind::PermissionDenied => format!(
-                "--metrics {addr}: not allowed to listen there ({e}): choose a port from 1024 up"
-            ),
-            _ => format!("--metrics {addr}: cannot listen ({e}): choose another address"),
+    /// Binds `addr`.
+    pub fn bind(addr: SocketAddr) -> Result<MetricsListener, BindError> {
+        let listener = TcpListener::bind(addr).map_err(|source| match source.kind() {
+            ErrorKind::AddrInUse => BindError::InUse { addr, source },
+            ErrorKind::AddrNotAvailable => BindError::NotLocal { addr, source },
+            ErrorKind::PermissionDenied => BindError::Denied { addr, source },
+            _ => BindError::Other { addr, source },
         })?;
-        listener.set_nonblocking(true).map_err(|e| {
-            format!("--metrics {addr}: cannot listen ({e}): choose another address")
-        })?;
+        listener
+            .set_nonblocking(true)
+            .map_err(|source| BindError::Other { addr, source })?;
         Ok(MetricsListener { listener })
     }
 

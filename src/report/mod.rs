@@ -22,7 +22,8 @@ pub mod telemetry;
 use crate::config::cli::Options;
 use crate::config::{Lcore, Machine, Plan};
 use crate::dpdk::{self, signal};
-use crate::setup::{mac_string, Resources};
+use crate::setup::Resources;
+use crate::wire::MacAddr;
 use capture::CaptureCounters;
 use latency::{cycles_to_ns, Histogram};
 use stats::{ClassReport, LatencyReport, LcoreCounters, PortReport, Report, Totals};
@@ -235,7 +236,7 @@ fn port_reports(
                 name: info.name.clone(),
                 driver: info.driver.clone(),
                 socket: info.socket,
-                mac: mac_string(&res.macs[i]),
+                mac: MacAddr(res.macs[i]).to_string(),
                 peer_port: plan.out_port[i],
                 rx_packets: rx_queues.iter().sum(),
                 tx_packets: totals.tx_port[i],

@@ -21,6 +21,67 @@ use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+/// Why an output cannot be used: a usage error (exit 2), one line naming
+/// the option, the path and what to change.
+#[derive(Debug, thiserror::Error)]
+pub enum OutputError {
+    /// Two options (as the user wrote them) name one file.
+    #[error("{first} and {second} name the same file: give each output its own path")]
+    SameFile { first: String, second: String },
+    /// `example`: a file path in it to suggest.
+    #[error("{option} {} is a directory: give a file path{}", .path.display(), example_text(.example))]
+    Directory {
+        option: &'static str,
+        path: PathBuf,
+        example: Option<PathBuf>,
+    },
+    #[error("{option} {} is a FIFO nobody reads: start its reader first (e.g. `cat {} &`) or give a regular file", .path.display(), .path.display())]
+    FifoWithoutReader { option: &'static str, path: PathBuf },
+    #[error("{option} {}: its directory does not exist: create it or choose another path", .path.display())]
+    NoDirectory { option: &'static str, path: PathBuf },
+    #[error("{option} {} cannot be written ({source}): choose a writable path", .path.display())]
+    NotWritable {
+        option: &'static str,
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+fn example_text(example: &Option<PathBuf>) -> String {
+    example
+        .as_ref()
+        .map(|e| format!(" (e.g. {})", e.display()))
+        .unwrap_or_default()
+}
+
+/// Why the final write of an output file failed (exit 1).
+#[derive(Debug, thiserror::Error)]
+#[error("cannot write {option} {}: {problem}", .path.display())]
+pub struct WriteError {
+    pub option: &'static str,
+    pub path: PathBuf,
+    pub problem: WriteProblem,
+}
+
+/// What stopped a write.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteProblem {
+    #[error(transparent)]
+    Io(std::io::Error),
+    #[error("the file takes no more data")]
+    Full,
+    /// `interrupted()` turned true (a new stop signal).
+    #[error("stopped by a signal with {written} of {total} bytes written")]
+    Interrupted { written: usize, total: usize },
+    /// The reader took nothing for `limit`.
+    #[error("its reader took nothing for {} s ({written} of {total} bytes written): keep it reading", .limit.as_secs_f64())]
+    Stalled {
+        limit: Duration,
+        written: usize,
+        total: usize,
+    },
+}
+
 /// How long the final write waits for a FIFO reader that takes nothing.
 pub const WRITE_STALL_LIMIT: Duration = Duration::from_secs(10);
 
@@ -55,16 +116,16 @@ fn file_id(path: &Path) -> Option<FileId> {
 
 /// Refuses two of `outputs` (each an option as the user wrote it, e.g.
 /// `--capture 0:x.pcapng`, and its path) that name the same file: one
-/// would silently overwrite the other. `Err` is one line naming both.
-pub fn check_distinct(outputs: &[(String, &Path)]) -> Result<(), String> {
+/// would silently overwrite the other. `Err` names both.
+pub fn check_distinct(outputs: &[(String, &Path)]) -> Result<(), OutputError> {
     let ids: Vec<Option<FileId>> = outputs.iter().map(|(_, p)| file_id(p)).collect();
     for (i, a) in ids.iter().enumerate() {
         let Some(a) = a else { continue };
         if let Some(j) = ids[..i].iter().position(|b| b.as_ref() == Some(a)) {
-            return Err(format!(
-                "{} and {} name the same file: give each output its own path",
-                outputs[j].0, outputs[i].0
-            ));
+            return Err(OutputError::SameFile {
+                first: outputs[j].0.clone(),
+                second: outputs[i].0.clone(),
+            });
         }
     }
     Ok(())
@@ -83,15 +144,15 @@ pub struct OutputFile {
 
 impl OutputFile {
     /// Opens `path` for writing (created if missing, not truncated yet)
-    /// without blocking. `Err` is one line naming `option`, the path and
-    /// what to change.
-    pub fn open(option: &'static str, path: &Path) -> Result<OutputFile, String> {
-        let shown = path.display();
+    /// without blocking. `Err` names `option`, the path and what to
+    /// change.
+    pub fn open(option: &'static str, path: &Path) -> Result<OutputFile, OutputError> {
         if path.is_dir() {
-            return Err(format!(
-                "{option} {shown} is a directory: give a file path (e.g. {})",
-                path.join("stats.json").display()
-            ));
+            return Err(OutputError::Directory {
+                option,
+                path: path.to_path_buf(),
+                example: Some(path.join("stats.json")),
+            });
         }
         let existed = path.symlink_metadata().is_ok();
         let file = std::fs::OpenOptions::new()
@@ -100,17 +161,24 @@ impl OutputFile {
             .mode(CREATE_MODE)
             .custom_flags(libc::O_NONBLOCK | libc::O_CLOEXEC)
             .open(path)
-            .map_err(|e| match e.raw_os_error() {
-                Some(libc::ENXIO) => format!(
-                    "{option} {shown} is a FIFO nobody reads: start its reader first (e.g. `cat {shown} &`) or give a regular file"
-                ),
-                Some(libc::EISDIR) => {
-                    format!("{option} {shown} is a directory: give a file path")
+            .map_err(|source| {
+                let path = path.to_path_buf();
+                match source.raw_os_error() {
+                    Some(libc::ENXIO) => OutputError::FifoWithoutReader { option, path },
+                    Some(libc::EISDIR) => OutputError::Directory {
+                        option,
+                        path,
+                        example: None,
+                    },
+                    Some(libc::ENOENT) if !parent_exists(&path) => {
+                        OutputError::NoDirectory { option, path }
+                    }
+                    _ => OutputError::NotWritable {
+                        option,
+                        path,
+                        source,
+                    },
                 }
-                Some(libc::ENOENT) if !parent_exists(path) => format!(
-                    "{option} {shown}: its directory does not exist: create it or choose another path"
-                ),
-                _ => format!("{option} {shown} cannot be written ({e}): choose a writable path"),
             })?;
         let regular = file.metadata().map(|m| m.is_file()).unwrap_or(false);
         Ok(OutputFile {
@@ -125,32 +193,31 @@ impl OutputFile {
 
     /// Replaces the contents with `data`. A reader that takes nothing for
     /// `stall_limit`, or `interrupted()` turning true while the write
-    /// waits, ends it with an error line; so does any write error.
+    /// waits, ends it with an error; so does any write error.
     pub fn write_all_bounded(
         &mut self,
         data: &[u8],
         stall_limit: Duration,
         interrupted: impl Fn() -> bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), WriteError> {
         self.written = true;
-        let fail = |what: String| {
-            format!(
-                "cannot write {} {}: {what}",
-                self.option,
-                self.path.display()
-            )
+        let fail = |problem: WriteProblem| WriteError {
+            option: self.option,
+            path: self.path.clone(),
+            problem,
         };
         if self.regular {
             self.file
                 .set_len(0)
                 .and_then(|_| self.file.rewind())
-                .map_err(|e| fail(e.to_string()))?;
+                .map_err(|e| fail(WriteProblem::Io(e)))?;
         }
         let mut off = 0;
         let mut progress = Instant::now();
-        while off < data.len() {
+        let total = data.len();
+        while off < total {
             match self.file.write(&data[off..]) {
-                Ok(0) => return Err(fail("the file takes no more data".into())),
+                Ok(0) => return Err(fail(WriteProblem::Full)),
                 Ok(n) => {
                     off += n;
                     progress = Instant::now();
@@ -158,24 +225,24 @@ impl OutputFile {
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     if interrupted() {
-                        return Err(fail(format!(
-                            "stopped by a signal with {off} of {} bytes written",
-                            data.len()
-                        )));
+                        return Err(fail(WriteProblem::Interrupted {
+                            written: off,
+                            total,
+                        }));
                     }
                     if progress.elapsed() >= stall_limit {
-                        return Err(fail(format!(
-                            "its reader took nothing for {} s ({off} of {} bytes written): keep it reading",
-                            stall_limit.as_secs_f64(),
-                            data.len()
-                        )));
+                        return Err(fail(WriteProblem::Stalled {
+                            limit: stall_limit,
+                            written: off,
+                            total,
+                        }));
                     }
                     std::thread::sleep(Duration::from_millis(5));
                 }
-                Err(e) => return Err(fail(e.to_string())),
+                Err(e) => return Err(fail(WriteProblem::Io(e))),
             }
         }
-        self.file.flush().map_err(|e| fail(e.to_string()))
+        self.file.flush().map_err(|e| fail(WriteProblem::Io(e)))
     }
 }
 
@@ -220,16 +287,29 @@ mod tests {
         let fifo = d.join("fifo");
         mkfifo(&fifo);
         for (path, needle) in [
-            (d.clone(), "is a directory"),
+            (d.clone(), "is a directory: give a file path (e.g. "),
             (fifo.clone(), "FIFO nobody reads"),
             (d.join("missing/stats.json"), "does not exist"),
         ] {
-            let e = OutputFile::open("--stats-json", &path).err().unwrap();
+            let e = OutputFile::open("--stats-json", &path)
+                .err()
+                .unwrap()
+                .to_string();
             assert!(
                 e.starts_with("--stats-json ") && e.contains(needle) && !e.contains('\n'),
                 "{e}"
             );
         }
+        assert_eq!(
+            OutputFile::open("--stats-json", &fifo)
+                .err()
+                .unwrap()
+                .to_string(),
+            format!(
+                "--stats-json {0} is a FIFO nobody reads: start its reader first (e.g. `cat {0} &`) or give a regular file",
+                fifo.display()
+            )
+        );
         let _ = std::fs::remove_dir_all(&d);
     }
 
@@ -268,7 +348,7 @@ mod tests {
             ];
             let refs: Vec<(String, &Path)> =
                 outs.iter().map(|(n, p)| (n.clone(), p.as_path())).collect();
-            let e = check_distinct(&refs).unwrap_err();
+            let e = check_distinct(&refs).unwrap_err().to_string();
             assert!(
                 e.starts_with(&format!("--capture 0: {}", a.display()))
                     && e.contains(&format!("and --stats-json {}", dotted.display())),
@@ -295,13 +375,21 @@ mod tests {
         let t = Instant::now();
         let e = f
             .write_all_bounded(&big, Duration::from_millis(200), || false)
-            .unwrap_err();
-        assert!(e.contains("took nothing"), "{e}");
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with(&format!(
+                "cannot write --stats-json {}: its reader took nothing for 0.2 s (",
+                fifo.display()
+            )) && e.ends_with(" of 4194304 bytes written): keep it reading"),
+            "{e}"
+        );
         assert!(t.elapsed() < Duration::from_secs(2));
         let e = f
             .write_all_bounded(&big, Duration::from_secs(60), || true)
-            .unwrap_err();
-        assert!(e.contains("stopped by a signal"), "{e}");
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains(": stopped by a signal with "), "{e}");
         let _ = std::fs::remove_dir_all(&d);
     }
 }

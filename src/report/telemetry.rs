@@ -315,7 +315,7 @@ pub fn register_all(live: &Arc<Live>) -> Result<(), DpdkError> {
         "tqfwd: set the log level, param: off|error|warn|info|debug|trace",
         |param| match super::logging::set_level(param) {
             Ok(level) => vec![("log_level".into(), s(level))],
-            Err(e) => vec![("error".into(), s(&e))],
+            Err(e) => vec![("error".into(), s(&e.to_string()))],
         },
     )?;
     Ok(())

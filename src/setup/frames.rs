@@ -14,7 +14,6 @@
 use crate::config::cli::Options;
 use crate::dpdk::port::{rx_offload_scatter, tx_offload_multi_segs};
 use crate::dpdk::{Mempool, PortInfo};
-use crate::error::RunError;
 
 /// Ethernet header bytes between a frame's size and its MTU.
 pub const ETH_HDR: u32 = 14;
@@ -30,6 +29,29 @@ const MIN_WIRE_FRAME: u32 = 64;
 /// `eth_pcap_rx_jumbo` chains whatever the configuration). Where such a PMD
 /// offers the offload (later net_pcap requires it), it is asked for.
 const CHAINS_WITHOUT_SCATTER: &[&str] = &["net_pcap"];
+
+/// A `--max-frame` a port cannot take: a usage error (exit 2).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum FrameError {
+    /// Outside the frames the port's MTU range gives.
+    #[error("--max-frame {frame}: port {port} ({driver}) takes frames of {}..={} bytes (MTU {min_mtu}..={max_mtu}): use a --max-frame in that range", .min_mtu + ETH_HDR, .max_mtu + ETH_HDR)]
+    OutOfRange {
+        frame: u32,
+        port: usize,
+        driver: String,
+        min_mtu: u32,
+        max_mtu: u32,
+    },
+    /// Frames need several mbufs and the port cannot scatter them.
+    #[error("--max-frame {frame}: port {port} ({driver}) cannot scatter a frame over several mbufs, and one of tqfwd's mbufs holds frames of up to {largest} bytes: use --max-frame {largest} or less")]
+    NoScatter {
+        frame: u32,
+        port: usize,
+        driver: String,
+        /// The largest frame one mbuf holds on this port.
+        largest: u32,
+    },
+}
 
 /// What one port is configured with for its frame size.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,13 +88,13 @@ fn overhead(info: &PortInfo) -> u32 {
 
 /// The plan for port `port` given `--max-frame` (None: the device's default
 /// MTU, as before the option existed) and the bytes of frame one mbuf holds
-/// (`mbuf_data`). Err is the usage-error line.
+/// (`mbuf_data`).
 pub fn plan(
     max_frame: Option<u32>,
     port: usize,
     info: &PortInfo,
     mbuf_data: u32,
-) -> Result<FramePlan, String> {
+) -> Result<FramePlan, FrameError> {
     let Some(frame) = max_frame else {
         // ethdev's default when configure is given MTU 0.
         let mtu = match u32::from(info.max_mtu) {
@@ -91,12 +113,13 @@ pub fn plan(
     let hi = u32::from(info.max_mtu).min(info.max_rx_pktlen.saturating_sub(over));
     let mtu = frame.saturating_sub(ETH_HDR);
     if frame < ETH_HDR || mtu < lo || mtu > hi {
-        return Err(format!(
-            "--max-frame {frame}: port {port} ({}) takes frames of {}..={} bytes (MTU {lo}..={hi}): use a --max-frame in that range",
-            info.driver,
-            lo + ETH_HDR,
-            hi + ETH_HDR
-        ));
+        return Err(FrameError::OutOfRange {
+            frame,
+            port,
+            driver: info.driver.clone(),
+            min_mtu: lo,
+            max_mtu: hi,
+        });
     }
     if mtu + over <= mbuf_data {
         return Ok(FramePlan {
@@ -108,12 +131,12 @@ pub fn plan(
     }
     let scatter = info.rx_offload_capa & rx_offload_scatter();
     if scatter == 0 && !CHAINS_WITHOUT_SCATTER.contains(&info.driver.as_str()) {
-        return Err(format!(
-            "--max-frame {frame}: port {port} ({}) cannot scatter a frame over several mbufs, and one of tqfwd's mbufs holds frames of up to {} bytes: use --max-frame {} or less",
-            info.driver,
-            mbuf_data - over + ETH_HDR,
-            mbuf_data - over + ETH_HDR
-        ));
+        return Err(FrameError::NoScatter {
+            frame,
+            port,
+            driver: info.driver.clone(),
+            largest: mbuf_data - over + ETH_HDR,
+        });
     }
     Ok(FramePlan {
         mtu,
@@ -124,13 +147,11 @@ pub fn plan(
 }
 
 /// Every port's plan for `--max-frame`, in port order.
-pub fn plan_all(opts: &Options, infos: &[PortInfo]) -> Result<Vec<FramePlan>, RunError> {
+pub fn plan_all(opts: &Options, infos: &[PortInfo]) -> Result<Vec<FramePlan>, FrameError> {
     infos
         .iter()
         .enumerate()
-        .map(|(i, info)| {
-            plan(opts.max_frame, i, info, Mempool::mbuf_data_len()).map_err(RunError::Usage)
-        })
+        .map(|(i, info)| plan(opts.max_frame, i, info, Mempool::mbuf_data_len()))
         .collect()
 }
 
@@ -183,9 +204,11 @@ mod tests {
         let p = plan(Some(2044), 0, &i, 2048).unwrap();
         assert_eq!((p.mtu, p.rx_offloads, p.chained), (2030, 0, false));
         // 2045 + CRC is over 2048: a chain, and net_null cannot scatter.
-        let e = plan(Some(2045), 1, &i, 2048).unwrap_err();
-        assert!(e.starts_with("--max-frame 2045: port 1 (net_null) cannot scatter"));
-        assert!(e.contains("use --max-frame 2044 or less"), "{e}");
+        let e = plan(Some(2045), 1, &i, 2048).unwrap_err().to_string();
+        assert_eq!(
+            e,
+            "--max-frame 2045: port 1 (net_null) cannot scatter a frame over several mbufs, and one of tqfwd's mbufs holds frames of up to 2044 bytes: use --max-frame 2044 or less"
+        );
     }
 
     #[test]
@@ -212,7 +235,7 @@ mod tests {
         // A NIC: max_rx_pktlen 9728, max MTU 9702 (overhead 26).
         let i = info("net_ice", 9702, 9728, rx_offload_scatter());
         assert_eq!(plan(Some(9716), 0, &i, 2048).unwrap().mtu, 9702);
-        let e = plan(Some(9717), 0, &i, 2048).unwrap_err();
+        let e = plan(Some(9717), 0, &i, 2048).unwrap_err().to_string();
         assert_eq!(
             e,
             "--max-frame 9717: port 0 (net_ice) takes frames of 82..=9716 bytes (MTU 68..=9702): use a --max-frame in that range"

@@ -11,8 +11,9 @@
 
 use crate::config::cli::{Backend, Topology};
 use crate::dpdk::packet_queue;
-use crate::dpdk::{PacketInputs, PacketReceiver, PacketSender, QueueProbe, SocketMemory};
-use crate::error::{out_of_memory, RunError};
+use crate::dpdk::{
+    DpdkError, PacketInputs, PacketReceiver, PacketSender, QueueProbe, SocketMemory,
+};
 use crate::queue::{self, QueueError};
 use std::sync::Arc;
 
@@ -22,6 +23,12 @@ pub type Receiver = PacketReceiver;
 /// A consumer's input queues, polled round-robin (one input later each
 /// call, so no producer is starved).
 pub type InputSet = PacketInputs;
+
+/// The RX→worker and worker→TX links.
+pub struct Links {
+    pub rx: Link,
+    pub tx: Link,
+}
 
 /// The queues between one stage's producers and the next stage's consumers.
 pub struct Link {
@@ -45,35 +52,108 @@ pub struct Probed {
     pub probe: QueueProbe,
 }
 
-/// A TransferQueue error as the run reports it: a size the user chose
-/// (`--depth`/`--burst`) is a usage error, memory refused at run time is not.
-fn queue_error(label: &str, c: usize, e: QueueError) -> RunError {
+/// Why a link was not built.
+#[derive(Debug, thiserror::Error)]
+pub enum HandoffError {
+    /// A TransferQueue refused the sizes the user chose (`--depth`,
+    /// `--burst`): a usage error.
+    #[error("{label} queue to consumer {consumer}: {}", sizes_advice(.source))]
+    Sizes {
+        /// `rw` (RX→worker) or `wt` (worker→TX).
+        label: &'static str,
+        consumer: usize,
+        source: QueueError,
+    },
+    /// A queue's memory did not fit in EAL's memory (the caller says what
+    /// fits).
+    #[error(transparent)]
+    OutOfMemory(OutOfMemory),
+    /// DPDK refused an `rte_ring` for another reason: a runtime error.
+    #[error(transparent)]
+    Ring(DpdkError),
+}
+
+/// An allocation EAL's memory could not hold: what asked for it.
+#[derive(Debug, thiserror::Error)]
+pub enum OutOfMemory {
+    #[error("{label} queue to consumer {consumer}: {bytes} bytes of transfer units")]
+    Queue {
+        label: &'static str,
+        consumer: usize,
+        bytes: usize,
+    },
+    /// A DPDK call failing with ENOMEM or ENOSPC (an `rte_ring`, a mempool).
+    #[error("{}: {}", .0.call, .0.text)]
+    Dpdk(DpdkError),
+}
+
+impl OutOfMemory {
+    /// `e` as an out-of-memory error when it is one (ENOMEM, ENOSPC), or
+    /// `e` itself.
+    pub fn from_dpdk(e: DpdkError) -> Result<OutOfMemory, DpdkError> {
+        if e.code == libc::ENOMEM || e.code == libc::ENOSPC {
+            Ok(OutOfMemory::Dpdk(e))
+        } else {
+            Err(e)
+        }
+    }
+}
+
+/// The end of a [`HandoffError::Sizes`] line: the options to change.
+fn sizes_advice(e: &QueueError) -> String {
     match e {
-        QueueError::TooLarge { depth, burst, bytes } => RunError::Usage(format!(
-            "{label} queue to consumer {c}: --depth {depth} with --burst {burst} needs {bytes} bytes of transfer units per producer, \
+        QueueError::TooLarge { depth, burst, bytes } => format!(
+            "--depth {depth} with --burst {burst} needs {bytes} bytes of transfer units per producer, \
              above the {} MiB limit: pass a smaller --depth or --burst",
             queue::MAX_ARENA_BYTES >> 20
-        )),
-        QueueError::BadBurst(_) | QueueError::BadDepth(_) | QueueError::NoProducers => {
-            RunError::Usage(format!("{label} queue to consumer {c}: {e} (check --depth and --burst)"))
-        }
-        QueueError::OutOfMemory { bytes } => RunError::OutOfMemory(format!(
-            "{label} queue to consumer {c}: {bytes} bytes of transfer units"
-        )),
+        ),
+        e => format!("{e} (check --depth and --burst)"),
+    }
+}
+
+impl HandoffError {
+    /// A size the user chose (`--depth`/`--burst`): exit 2.
+    pub fn is_usage(&self) -> bool {
+        matches!(self, HandoffError::Sizes { .. })
+    }
+}
+
+/// A TransferQueue error as the run reports it: a size the user chose
+/// (`--depth`/`--burst`) is a usage error, memory refused at run time is not.
+fn queue_error(label: &'static str, c: usize, e: QueueError) -> HandoffError {
+    match e {
+        QueueError::OutOfMemory { bytes } => HandoffError::OutOfMemory(OutOfMemory::Queue {
+            label,
+            consumer: c,
+            bytes,
+        }),
+        source => HandoffError::Sizes {
+            label,
+            consumer: c,
+            source,
+        },
+    }
+}
+
+/// An `rte_ring` DPDK refused.
+fn ring_error(e: DpdkError) -> HandoffError {
+    match OutOfMemory::from_dpdk(e) {
+        Ok(oom) => HandoffError::OutOfMemory(oom),
+        Err(e) => HandoffError::Ring(e),
     }
 }
 
 /// Builds the queues from `producers` producers to consumers on the given
 /// NUMA sockets.
 pub fn build_link(
-    label: &str,
+    label: &'static str,
     backend: Backend,
     topology: Topology,
     producers: usize,
     consumer_sockets: &[i32],
     depth: usize,
     burst: usize,
-) -> Result<Link, RunError> {
+) -> Result<Link, HandoffError> {
     let consumers = consumer_sockets.len();
     let mut senders: Vec<Vec<Option<Sender>>> = (0..producers)
         .map(|_| (0..consumers).map(|_| None).collect())
@@ -126,7 +206,7 @@ pub fn build_link(
                 for (p, row) in senders.iter_mut().enumerate() {
                     let (tx, rx, probe) =
                         packet_queue::ring_spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
-                            .map_err(out_of_memory)?;
+                            .map_err(ring_error)?;
                     capacity += depth;
                     row[c] = Some(tx);
                     receivers.push(rx);
@@ -144,7 +224,7 @@ pub fn build_link(
                     socket,
                     senders.len(),
                 )
-                .map_err(out_of_memory)?;
+                .map_err(ring_error)?;
                 capacity += depth;
                 for (row, tx) in senders.iter_mut().zip(txs) {
                     row[c] = Some(tx);
@@ -182,22 +262,30 @@ mod tests {
     #[test]
     fn queue_sizes_are_usage_errors_naming_the_flags() {
         let e = queue::channel::<u64>(1, 1 << 22, 256, Arc::new(queue::GlobalMemory)).unwrap_err();
-        match queue_error("rw", 1, e) {
-            RunError::Usage(m) => {
-                assert!(m.starts_with("rw queue to consumer 1: "), "{m}");
-                assert!(
-                    m.contains("--depth 4194304 with --burst 256")
-                        && m.contains("smaller --depth or --burst"),
-                    "{m}"
-                );
-            }
-            RunError::Runtime(m) | RunError::OutOfMemory(m) => panic!("not a usage error: {m}"),
-        }
+        let e = queue_error("rw", 1, e);
+        assert!(e.is_usage(), "{e:?}");
+        let m = e.to_string();
+        assert!(m.starts_with("rw queue to consumer 1: "), "{m}");
+        assert!(
+            m.contains("--depth 4194304 with --burst 256")
+                && m.contains("smaller --depth or --burst"),
+            "{m}"
+        );
+        assert_eq!(
+            queue_error("wt", 2, QueueError::BadDepth(3)).to_string(),
+            format!(
+                "wt queue to consumer 2: {} (check --depth and --burst)",
+                QueueError::BadDepth(3)
+            )
+        );
         // Memory refused is reported as such (run() then finds the
         // largest --depth that fits).
-        assert!(matches!(
-            queue_error("wt", 0, QueueError::OutOfMemory { bytes: 64 }),
-            RunError::OutOfMemory(_)
-        ));
+        let oom = queue_error("wt", 0, QueueError::OutOfMemory { bytes: 64 });
+        assert!(!oom.is_usage());
+        assert!(matches!(oom, HandoffError::OutOfMemory(_)));
+        assert_eq!(
+            oom.to_string(),
+            "wt queue to consumer 0: 64 bytes of transfer units"
+        );
     }
 }

@@ -9,6 +9,11 @@
 //! descriptor holds an mbuf), and the pools last. The hand-off queues leave
 //! `Resources` for the lcores' stages and are dropped by the caller between
 //! the ports and the pools ([`Resources::teardown`]).
+//!
+//! Each part has its own error ([`frames::FrameError`],
+//! [`pools::PoolError`], [`ports::PortError`]); [`crate::error::RunError`]
+//! wraps them, and only this file (the whole bring-up) returns it, so the
+//! parts import neither this file nor `error`.
 
 pub mod frames;
 pub mod handoff;
@@ -19,7 +24,7 @@ use crate::config::cli::Options;
 use crate::config::{Machine, Plan, PortFacts, MAX_PORTS};
 use crate::dpdk::{flow::InstalledFlow, Eal, Mempool, Port, PortInfo, U64Field};
 use crate::error::RunError;
-use handoff::Link;
+pub use handoff::Links;
 use ports::OpenPorts;
 
 /// The machine's facts from EAL and the probed ports, and the ports
@@ -48,12 +53,6 @@ pub fn machine(eal: &Eal) -> Result<(Machine, Vec<Port>, Vec<PortInfo>), RunErro
             .collect(),
     };
     Ok((m, ports, infos))
-}
-
-/// The RX→worker and worker→TX links.
-pub struct Links {
-    pub rx: Link,
-    pub tx: Link,
 }
 
 /// What a run holds from DPDK. Field order is the teardown order.
@@ -152,14 +151,6 @@ impl Resources {
         drop(self);
         in_use
     }
-}
-
-/// `aa:bb:cc:dd:ee:ff`.
-pub fn mac_string(m: &[u8; 6]) -> String {
-    m.iter()
-        .map(|b| format!("{b:02x}"))
-        .collect::<Vec<_>>()
-        .join(":")
 }
 
 impl Drop for Resources {

@@ -3,12 +3,77 @@
 //! what does: the largest `--depth` that fits (found by halving), or
 //! `--mbufs`.
 
-use super::handoff::build_link;
-use super::Links;
+use super::handoff::{build_link, HandoffError, Links, OutOfMemory};
 use crate::config::cli::Options;
-use crate::config::{Machine, Plan};
-use crate::dpdk::Mempool;
-use crate::error::{out_of_memory, RunError};
+use crate::config::{Machine, Plan, PlanError};
+use crate::dpdk::{DpdkError, Mempool};
+
+/// Why the links and pools were not allocated.
+#[derive(Debug, thiserror::Error)]
+pub enum PoolError {
+    /// They do not fit in EAL's memory at `--depth {depth}`: a usage
+    /// error naming the largest depth that fits (`fits`), else `--mbufs`
+    /// when given, else EAL's memory and the lcores.
+    #[error("{}", no_fit_line(*.depth, *.fits, *.mbufs, .source))]
+    DoesNotFit {
+        depth: usize,
+        fits: Option<usize>,
+        mbufs: Option<u32>,
+        source: OutOfMemory,
+    },
+    /// An allocation EAL could not hold, before [`allocate`] says what fits.
+    #[error(transparent)]
+    OutOfMemory(OutOfMemory),
+    /// A link refused its sizes (usage) or DPDK refused a ring (runtime).
+    #[error(transparent)]
+    Handoff(HandoffError),
+    /// `--mbufs` below what a pool must hold: a usage error.
+    #[error(transparent)]
+    Mbufs(#[from] PlanError),
+    /// DPDK refused a mempool for a reason other than memory.
+    #[error(transparent)]
+    Mempool(DpdkError),
+}
+
+impl PoolError {
+    /// Something the user chose and must change: exit 2.
+    pub fn is_usage(&self) -> bool {
+        match self {
+            PoolError::DoesNotFit { .. } | PoolError::Mbufs(_) => true,
+            PoolError::Handoff(e) => e.is_usage(),
+            PoolError::OutOfMemory(_) | PoolError::Mempool(_) => false,
+        }
+    }
+}
+
+impl From<HandoffError> for PoolError {
+    fn from(e: HandoffError) -> Self {
+        match e {
+            HandoffError::OutOfMemory(o) => PoolError::OutOfMemory(o),
+            e => PoolError::Handoff(e),
+        }
+    }
+}
+
+/// The [`PoolError::DoesNotFit`] line.
+fn no_fit_line(
+    depth: usize,
+    fits: Option<usize>,
+    mbufs: Option<u32>,
+    what: &OutOfMemory,
+) -> String {
+    match (fits, mbufs) {
+        (Some(d), _) => format!(
+            "--depth {depth} does not fit in EAL's memory ({what}): at most --depth {d} fits with these lcores and ports, or give EAL more memory (-m, huge pages)"
+        ),
+        (None, Some(n)) => format!(
+            "--mbufs {n} does not fit in EAL's memory ({what}): lower --mbufs or give EAL more memory (-m, huge pages)"
+        ),
+        (None, None) => format!(
+            "the hand-off queues and mempools do not fit in EAL's memory ({what}): give EAL more memory (-m, huge pages) or use fewer lcores"
+        ),
+    }
+}
 
 /// Links (queues on their consumer's socket) and pools for `opts.depth`,
 /// or a usage error saying what fits.
@@ -16,25 +81,20 @@ pub fn allocate(
     opts: &Options,
     plan: &Plan,
     m: &Machine,
-) -> Result<(Links, Vec<Mempool>), RunError> {
+) -> Result<(Links, Vec<Mempool>), PoolError> {
     let depth = opts.depth as usize;
     match allocate_depth(opts, plan, m, depth, false) {
         Ok(a) => Ok(a),
-        Err(RunError::OutOfMemory(what)) => {
+        Err(PoolError::OutOfMemory(what)) => {
             let fits = std::iter::successors(Some(depth / 2), |d| Some(d / 2))
                 .take_while(|&d| d >= 2)
                 .find(|&d| allocate_depth(opts, plan, m, d, true).is_ok());
-            Err(RunError::Usage(match (fits, opts.mbufs) {
-                (Some(d), _) => format!(
-                    "--depth {depth} does not fit in EAL's memory ({what}): at most --depth {d} fits with these lcores and ports, or give EAL more memory (-m, huge pages)"
-                ),
-                (None, Some(n)) => format!(
-                    "--mbufs {n} does not fit in EAL's memory ({what}): lower --mbufs or give EAL more memory (-m, huge pages)"
-                ),
-                (None, None) => format!(
-                    "the hand-off queues and mempools do not fit in EAL's memory ({what}): give EAL more memory (-m, huge pages) or use fewer lcores"
-                ),
-            }))
+            Err(PoolError::DoesNotFit {
+                depth,
+                fits,
+                mbufs: opts.mbufs,
+                source: what,
+            })
         }
         Err(e) => Err(e),
     }
@@ -46,7 +106,7 @@ fn allocate_depth(
     m: &Machine,
     depth: usize,
     quiet: bool,
-) -> Result<(Links, Vec<Mempool>), RunError> {
+) -> Result<(Links, Vec<Mempool>), PoolError> {
     let burst = opts.burst as usize;
     let sockets = |ls: &[u32]| ls.iter().map(|&l| m.lcore_socket(l)).collect::<Vec<_>>();
     let rx = build_link(
@@ -71,7 +131,7 @@ fn allocate_depth(
     let mut pools = Vec::new();
     for sizing in &plan.pools {
         let s = sizing.socket;
-        let size = sizing.size(opts.mbufs, queued).map_err(RunError::Usage)?;
+        let size = sizing.size(opts.mbufs, queued)?;
         if !quiet {
             log::info!(
                 "mempool on socket {s}: {size} mbufs ({} for descriptors, {queued} for hand-off queues)",
@@ -85,8 +145,48 @@ fn allocate_depth(
                 sizing.cache(size) as u32,
                 s,
             )
-            .map_err(out_of_memory)?,
+            .map_err(|e| match OutOfMemory::from_dpdk(e) {
+                Ok(oom) => PoolError::OutOfMemory(oom),
+                Err(e) => PoolError::Mempool(e),
+            })?,
         );
     }
     Ok((Links { rx, tx }, pools))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_fits_is_named() {
+        let what = || OutOfMemory::Queue {
+            label: "rw",
+            consumer: 0,
+            bytes: 4096,
+        };
+        let line = |fits, mbufs| {
+            let e = PoolError::DoesNotFit {
+                depth: 1 << 20,
+                fits,
+                mbufs,
+                source: what(),
+            };
+            assert!(e.is_usage());
+            e.to_string()
+        };
+        assert_eq!(
+            line(Some(4096), Some(5000)),
+            "--depth 1048576 does not fit in EAL's memory (rw queue to consumer 0: 4096 bytes of transfer units): at most --depth 4096 fits with these lcores and ports, or give EAL more memory (-m, huge pages)"
+        );
+        assert_eq!(
+            line(None, Some(5000)),
+            "--mbufs 5000 does not fit in EAL's memory (rw queue to consumer 0: 4096 bytes of transfer units): lower --mbufs or give EAL more memory (-m, huge pages)"
+        );
+        assert_eq!(
+            line(None, None),
+            "the hand-off queues and mempools do not fit in EAL's memory (rw queue to consumer 0: 4096 bytes of transfer units): give EAL more memory (-m, huge pages) or use fewer lcores"
+        );
+        assert!(!PoolError::OutOfMemory(what()).is_usage());
+    }
 }

@@ -5,14 +5,41 @@
 //! error ([`OpenPorts`]), before the pools it uses are freed.
 
 use super::frames::{self, FramePlan};
-use super::mac_string;
 use crate::config::class::ClassSpec;
 use crate::config::cli::Options;
 use crate::config::Plan;
 use crate::dpdk::flow::{FlowRule, InstalledFlow};
 use crate::dpdk::{self, signal, DpdkError, Mempool, Port, PortInfo};
-use crate::error::RunError;
+use crate::wire::MacAddr;
 use std::time::{Duration, Instant};
+
+/// Why a port was not brought up.
+#[derive(Debug, thiserror::Error)]
+pub enum PortError {
+    /// DPDK refused to configure or start it: a runtime error.
+    #[error(transparent)]
+    Dpdk(#[from] DpdkError),
+    /// A stop signal came while a memif client waited for its server: a
+    /// usage error (start the server first).
+    #[error("{device}: stopped while waiting for the memif server on socket {socket}: start the server first")]
+    MemifStopped { device: String, socket: String },
+    /// No memif server within `--link-timeout`: a usage error.
+    #[error("{device}: no memif server on socket {socket} within --link-timeout {timeout} s ({}): start the server first or raise --link-timeout", .source.text)]
+    NoMemifServer {
+        device: String,
+        socket: String,
+        timeout: f64,
+        /// The last start's failure.
+        source: DpdkError,
+    },
+}
+
+impl PortError {
+    /// Something the user must change or start first: exit 2.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, PortError::Dpdk(_))
+    }
+}
 
 /// What one port is brought up from.
 pub struct PortPlan<'a> {
@@ -52,7 +79,7 @@ pub fn bring_up_port(
     plan: &Plan,
     pool: &Mempool,
     open: &mut OpenPorts,
-) -> Result<PortUp, RunError> {
+) -> Result<PortUp, PortError> {
     let (i, port, info) = (p.index, p.port, p.info);
     let classes = &opts.class;
     let n_rx = plan.layout.rx.len();
@@ -141,7 +168,7 @@ pub fn bring_up_port(
         info.name,
         info.driver,
         p.socket,
-        mac_string(&mac),
+        MacAddr(mac),
         n_rx + if class_queues { classes.len() } else { 0 },
         if rss_hf != 0 { "on" } else { "off" },
         if fast_free != 0 { "on" } else { "off" },
@@ -174,7 +201,7 @@ fn configure_and_start(
     opts: &Options,
     socket: i32,
     pool: &Mempool,
-) -> Result<(u16, u16), RunError> {
+) -> Result<(u16, u16), PortError> {
     let (n_rxq, n_tx) = queues;
     port.configure(
         n_rxq as u16,
@@ -200,7 +227,7 @@ fn configure_and_start(
 /// (its start fails connecting to the socket): the start is retried every
 /// 100 ms until `--link-timeout` passes or a stop is requested, then one
 /// line (exit 2) names the device and its socket.
-fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), RunError> {
+fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), PortError> {
     let device = opts.devices.iter().find(|d| d.name == info.name);
     let memif_client =
         info.driver == "net_memif" && device.and_then(|d| d.devarg("role")) != Some("server");
@@ -216,16 +243,18 @@ fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), RunErro
             Err(e) => e,
         };
         if signal::quit_requested() {
-            return Err(RunError::Usage(format!(
-                "{}: stopped while waiting for the memif server on socket {socket}: start the server first",
-                info.name
-            )));
+            return Err(PortError::MemifStopped {
+                device: info.name.clone(),
+                socket: socket.to_string(),
+            });
         }
         if Instant::now() >= deadline {
-            return Err(RunError::Usage(format!(
-                "{}: no memif server on socket {socket} within --link-timeout {} s ({}): start the server first or raise --link-timeout",
-                info.name, opts.link_timeout, e.text
-            )));
+            return Err(PortError::NoMemifServer {
+                device: info.name.clone(),
+                socket: socket.to_string(),
+                timeout: opts.link_timeout,
+                source: e,
+            });
         }
         if !waiting {
             waiting = true;

@@ -1,0 +1,179 @@
+//! What the command line asks for: its options merged with its `--config`
+//! file, or the text `--help`, `--version`, `--completions` and `--man`
+//! print instead, or the usage error (one line, exit 2) that refuses it.
+//!
+//! This module uses both [`super::cli`] (the options) and [`super::file`]
+//! (the file, which itself uses `cli`), so neither of those imports the
+//! other.
+
+use super::cli::{clap_error_line, matches, parse_options, Options};
+use super::file::{ConfigError, ConfigFile};
+use clap::{CommandFactory, FromArgMatches};
+
+/// Why [`parse_invocation`] gave no options to run with.
+#[derive(Debug)]
+pub enum ParseOutcome {
+    /// `--help`, `--version`, `--completions`, `--man`: print the text and
+    /// exit 0.
+    Help(String),
+    /// A usage error: one line, exit 2.
+    Usage(InvocationError),
+}
+
+/// A command line or `--config` file that cannot run.
+#[derive(Debug, thiserror::Error)]
+pub enum InvocationError {
+    /// clap refused the options: its first line, and where to look.
+    #[error("{} (see tqfwd -- --help)", clap_error_line(.0))]
+    Args(#[source] clap::Error),
+    /// The `--config` file.
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+    /// `--man`: the page did not render.
+    #[error("cannot render the man page: {0}")]
+    Man(#[source] std::io::Error),
+}
+
+impl From<clap::Error> for ParseOutcome {
+    /// `--help` and `--version` are clap errors holding the text to print.
+    fn from(e: clap::Error) -> Self {
+        match e.kind() {
+            clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion => {
+                ParseOutcome::Help(e.to_string())
+            }
+            _ => ParseOutcome::Usage(InvocationError::Args(e)),
+        }
+    }
+}
+
+impl From<ConfigError> for ParseOutcome {
+    fn from(e: ConfigError) -> Self {
+        ParseOutcome::Usage(e.into())
+    }
+}
+
+/// What the command line asks for once a `--config` file is merged in.
+#[derive(Debug, Clone)]
+pub struct Invocation {
+    /// The options: the file's, replaced by the command line's.
+    pub options: Options,
+    /// The file's `eal` arguments; they go before the command line's.
+    pub file_eal: Vec<String>,
+}
+
+/// Parses the application options and merges the `--config` file into
+/// them. `--completions` and `--man` come back as [`ParseOutcome::Help`]
+/// with the text to print.
+pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome> {
+    let m = matches(app_args)?;
+    let cli = Options::from_arg_matches(&m)?;
+    if let Some(shell) = cli.completions {
+        let mut out = Vec::new();
+        clap_complete::generate(shell, &mut Options::command(), "tqfwd", &mut out);
+        return Err(ParseOutcome::Help(
+            String::from_utf8_lossy(&out).into_owned(),
+        ));
+    }
+    if cli.man {
+        let mut out = Vec::new();
+        // Section 8 (system administration): where the package installs it
+        // and what the unit's `Documentation=man:tqfwd(8)` names.
+        clap_mangen::Man::new(Options::command())
+            .section("8")
+            .manual("System Administration")
+            .render(&mut out)
+            .map_err(|e| ParseOutcome::Usage(InvocationError::Man(e)))?;
+        return Err(ParseOutcome::Help(
+            String::from_utf8_lossy(&out).into_owned(),
+        ));
+    }
+    let Some(path) = cli.config.as_deref() else {
+        return Ok(Invocation {
+            options: cli,
+            file_eal: Vec::new(),
+        });
+    };
+    let file = ConfigFile::load(path)?;
+    let on_command_line =
+        |id: &str| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+    let mut merged = vec![app_args.first().cloned().unwrap_or_else(|| "tqfwd".into())];
+    merged.extend(file.args_without(on_command_line));
+    merged.extend(app_args.iter().skip(1).cloned());
+    let options = parse_options(&merged)?;
+    Ok(Invocation {
+        options,
+        file_eal: file.eal,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::cli::Backend;
+
+    fn s(v: &[&str]) -> Vec<String> {
+        v.iter().map(|x| x.to_string()).collect()
+    }
+
+    fn usage_line(args: &[&str]) -> String {
+        match parse_invocation(&s(args)) {
+            Err(ParseOutcome::Usage(e)) => e.to_string(),
+            other => panic!("{args:?}: not a usage error: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn command_line_replaces_file_values() {
+        let dir = std::env::temp_dir().join(format!("tqfwd-cfg-unit-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        std::fs::write(
+            &path,
+            "eal = [\"--no-pci\"]\nbackend = \"ring\"\nburst = 64\nclass = [\"a:udp:1\", \"b:tcp:1\"]\npeer-mac = [\"0=02:00:00:00:00:01\"]\n",
+        )
+        .unwrap();
+        let p = path.to_string_lossy().to_string();
+        let inv = parse_invocation(&s(&[
+            "tqfwd", "--config", &p, "--burst", "8", "--class", "c:udp:1",
+        ]))
+        .unwrap();
+        assert_eq!(inv.options.backend, Backend::Ring);
+        assert_eq!(inv.options.burst, 8);
+        assert_eq!(inv.options.class.len(), 1);
+        assert_eq!(inv.options.class[0].name, "c");
+        assert_eq!(inv.options.peer_mac.len(), 1);
+        assert_eq!(inv.file_eal, s(&["--no-pci"]));
+        let missing = usage_line(&["tqfwd", "--config", "/nonexistent/x.toml"]);
+        assert!(
+            missing.starts_with("--config /nonexistent/x.toml: cannot read the file: "),
+            "{missing}"
+        );
+        std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn outcomes() {
+        for help in [
+            &["tqfwd", "--help"][..],
+            &["tqfwd", "--version"],
+            &["tqfwd", "--man"],
+        ] {
+            assert!(
+                matches!(parse_invocation(&s(help)), Err(ParseOutcome::Help(t)) if !t.is_empty()),
+                "{help:?}"
+            );
+        }
+        assert_eq!(
+            usage_line(&["tqfwd", "--burst", "0"]),
+            "invalid value '0' for '--burst <N>': 0 is not in 1..=256 (see tqfwd -- --help)"
+        );
+        assert_eq!(
+            usage_line(&["tqfwd", "--bogus"]),
+            "unexpected argument '--bogus' found (see tqfwd -- --help)"
+        );
+        assert_eq!(
+            usage_line(&["tqfwd", "--class", "kv:udp"]),
+            "invalid value 'kv:udp' for '--class <NAME:MATCH:LCORES>': 'kv:udp' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3) (see tqfwd -- --help)"
+        );
+    }
+}
