@@ -213,14 +213,6 @@ fn stalled_worker_does_not_stop_the_others_in_drop_mode() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// `--rx-rate`: the RX stage takes the given rate (within 5 %) and, below
-/// capacity, nothing is dropped. A stall of the worker's vCPU (this VM's
-/// host takes a vCPU away for up to ~2 ms at a time) must not count as a
-/// stalled consumer: the queues hold 8 ms at this rate (`--depth 8192`)
-/// and a consumer is declared stalled only after 50 ms (`--drop-after`;
-/// with the default 1 ms, runs dropped 1209 packets, and on a busy host
-/// up to 0.2 % of them, with the worker half idle): that is the VM, not
-/// the forwarder's capacity.
 /// Under overload the excess waits in the NIC, not in the hand-off
 /// queues: an lcore holding TX and RX drains its TX input before it
 /// receives more, so with `--on-full wait` and net_null sources (always
@@ -267,6 +259,14 @@ fn no_standing_queue_under_overload() {
     }
 }
 
+/// `--rx-rate`: the RX stage takes the given rate (within 5 %) and, below
+/// capacity, nothing is dropped. A stall of the worker's vCPU (this VM's
+/// host takes a vCPU away for up to ~2 ms at a time) must not count as a
+/// stalled consumer: the queues hold 8 ms at this rate (`--depth 8192`)
+/// and a consumer is declared stalled only after 50 ms (`--drop-after`;
+/// with the default 1 ms, runs dropped 1209 packets, and on a busy host
+/// up to 0.2 % of them, with the worker half idle): that is the VM, not
+/// the forwarder's capacity.
 #[test]
 fn rx_rate_is_honoured() {
     let _g = serial();
