@@ -41,9 +41,10 @@ pub fn run(
         log::warn!("EAL lcores {:?} have no role and stay idle", plan.idle);
     }
     log::info!(
-        "forwarding: backend {} topology {} burst {} depth {} on-full {}; rx lcores {:?}, worker lcores {:?}, tx lcores {:?}",
+        "forwarding: backend {} topology {} handoff {} burst {} depth {} on-full {}; rx lcores {:?}, worker lcores {:?}, tx lcores {:?}",
         opts.backend.name(),
         opts.topology.name(),
+        opts.handoff.name(),
         opts.burst,
         opts.depth,
         opts.on_full.name(),

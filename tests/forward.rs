@@ -72,11 +72,15 @@ fn check_output(out: &[pcap::PcapPacket], inputs: &[Vec<u8>], out_port: u8, out_
 }
 
 /// Two ports with two RX queues each (two rx_pcap files), two RX lcores and
-/// two workers on two EAL lcores, so hashing, both topologies and several
-/// producers per consumer are exercised.
-fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
+/// `workers` (a corelist of lcores 0-1) on two EAL lcores, so hashing, both
+/// topologies and several producers per consumer are exercised. With one
+/// worker and `--handoff zero-copy` (the default) every stage hands off in
+/// place: RX into the worker's queue, the worker into the TX queue, TX from
+/// its queue; with two workers RX copies (it spreads flows) and the rest is
+/// in place; `--handoff copy` in `extra` copies everywhere.
+fn pcap_roundtrip(backend: &str, topology: &str, workers: &str, extra: &[&str]) {
     let _g = serial();
-    let dir = scratch(&format!("{backend}-{topology}"));
+    let dir = scratch(&format!("{backend}-{topology}-w{workers}"));
     let mut per_port_inputs: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
     let mut vdevs = Vec::new();
     for (port, inputs) in per_port_inputs.iter_mut().enumerate() {
@@ -102,7 +106,7 @@ fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
         "--rx-lcores",
         "0-1",
         "--worker-lcores",
-        "0-1",
+        workers,
         "--tx-lcores",
         "0",
         "--on-full",
@@ -138,14 +142,54 @@ fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
             );
         }
     }
-    // Both workers did work (flows were spread).
+    // Every worker did work (flows were spread); every packet went
+    // through exactly one.
     let lcores = j["lcores"].as_array().unwrap();
     assert_eq!(lcores.len(), 2);
+    let mut through_workers = 0;
     for l in lcores {
-        assert!(
-            l["worker_packets"].as_u64().unwrap() > 0,
-            "worker on lcore {} idle",
-            l["lcore"]
+        let n = l["worker_packets"].as_u64().unwrap();
+        let lcore = l["lcore"].as_u64().unwrap();
+        let is_worker = workers == "0-1" || workers == lcore.to_string();
+        assert_eq!(n > 0, is_worker, "worker packets on lcore {lcore}: {n}");
+        through_workers += n;
+    }
+    assert_eq!(through_workers, total);
+    // Which stages handed off in place: RX only into one worker's queue;
+    // the worker into the one TX lcore's queue; TX always.
+    let handoff = match extra.iter().position(|a| *a == "--handoff") {
+        Some(i) => extra[i + 1],
+        None => "zero-copy",
+    };
+    assert_eq!(j["handoff"], handoff);
+    let in_place = |lcore: usize| -> Vec<String> {
+        j["lcores"][lcore]["in_place"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .collect()
+    };
+    let expect = |lcore: usize| -> Vec<&str> {
+        if handoff == "copy" {
+            return vec![];
+        }
+        let worker = workers == "0-1" || workers == lcore.to_string();
+        [
+            ("rx", workers != "0-1"),
+            ("worker", worker),
+            ("tx", lcore == 0),
+        ]
+        .iter()
+        .filter(|(_, on)| *on)
+        .map(|(r, _)| *r)
+        .collect()
+    };
+    for lcore in 0..2 {
+        assert_eq!(
+            in_place(lcore),
+            expect(lcore),
+            "in-place stages of lcore {lcore}"
         );
     }
     // --latency: every stamped packet measured once at TX.
@@ -187,22 +231,68 @@ fn pcap_roundtrip(backend: &str, topology: &str, extra: &[&str]) {
 
 #[test]
 fn pcap_tq_sharded() {
-    pcap_roundtrip("tq", "sharded", &[]);
+    pcap_roundtrip("tq", "sharded", "0-1", &[]);
 }
 
 #[test]
 fn pcap_tq_shared() {
-    pcap_roundtrip("tq", "shared", &["--latency"]);
+    pcap_roundtrip("tq", "shared", "0-1", &["--latency"]);
 }
 
 #[test]
 fn pcap_ring_sharded() {
-    pcap_roundtrip("ring", "sharded", &["--latency", "--latency-sample", "3"]);
+    pcap_roundtrip(
+        "ring",
+        "sharded",
+        "0-1",
+        &["--latency", "--latency-sample", "3"],
+    );
 }
 
 #[test]
 fn pcap_ring_shared() {
-    pcap_roundtrip("ring", "shared", &[]);
+    pcap_roundtrip("ring", "shared", "0-1", &[]);
+}
+
+// Every stage in place: one worker, so each RX lcore hands all it receives
+// to one queue (two producers into it when shared: a TransferQueue's
+// several-producer path, an HTS ring).
+
+#[test]
+fn pcap_zero_copy_tq_sharded() {
+    pcap_roundtrip("tq", "sharded", "1", &["--latency"]);
+}
+
+#[test]
+fn pcap_zero_copy_tq_shared() {
+    pcap_roundtrip("tq", "shared", "1", &[]);
+}
+
+#[test]
+fn pcap_zero_copy_ring_sharded() {
+    pcap_roundtrip("ring", "sharded", "1", &[]);
+}
+
+#[test]
+fn pcap_zero_copy_ring_shared() {
+    pcap_roundtrip(
+        "ring",
+        "shared",
+        "1",
+        &["--latency", "--latency-sample", "3"],
+    );
+}
+
+// Every stage through bursts.
+
+#[test]
+fn pcap_copy_tq_sharded() {
+    pcap_roundtrip("tq", "sharded", "1", &["--handoff", "copy"]);
+}
+
+#[test]
+fn pcap_copy_ring_shared() {
+    pcap_roundtrip("ring", "shared", "0-1", &["--handoff", "copy", "--latency"]);
 }
 
 /// Odd frames (runts, VLAN, QinQ, ARP, IPv6, truncated headers, 1518-byte)

@@ -41,6 +41,28 @@ pub enum Topology {
     Shared,
 }
 
+/// How packets move through the hand-off queues.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Handoff {
+    /// In place where the layout allows: RX receives straight into the queue's
+    /// slots (one worker per RX lcore, no --class), workers move packets
+    /// slot to slot (one TX lcore), TX transmits from the slots; rte_ring
+    /// uses DPDK's zero-copy ring API (SP/SC, HTS producers when shared)
+    ZeroCopy,
+    /// Through per-stage bursts: copied into the queue and out of it (the
+    /// classic rte_ring_enqueue_burst/dequeue_burst way)
+    Copy,
+}
+
+impl Handoff {
+    pub fn name(self) -> &'static str {
+        match self {
+            Handoff::ZeroCopy => "zero-copy",
+            Handoff::Copy => "copy",
+        }
+    }
+}
+
 /// What a producer does when its hand-off queue is full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnFull {
@@ -102,6 +124,10 @@ pub struct Options {
     /// Queue wiring between stages
     #[arg(long, value_enum, default_value_t = Topology::Sharded)]
     pub topology: Topology,
+
+    /// How packets move through the hand-off queues
+    #[arg(long, value_enum, default_value_t = Handoff::ZeroCopy)]
+    pub handoff: Handoff,
 
     /// RX lcores (DPDK corelist, e.g. 1,3-4)
     #[arg(long, value_name = "LIST", value_parser = parse_corelist_arg)]

@@ -47,7 +47,7 @@ pub fn capture_channel(
     producers: usize,
 ) -> Result<(Vec<CaptureSender>, CaptureReceiver), DpdkError> {
     let pool = Arc::new(Mempool::create(&format!("cap_{label}"), mbufs, 0, socket)?);
-    let (senders, receiver) = Ring::<CaptureItem>::mpsc(label, slots, socket, producers)?;
+    let (senders, receiver) = Ring::<CaptureItem>::mpsc(label, slots, socket, producers, false)?;
     Ok((
         senders
             .into_iter()

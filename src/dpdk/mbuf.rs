@@ -129,6 +129,11 @@ mod raw {
     impl RawPacket {
         pub(in crate::dpdk) const EMPTY: RawPacket = RawPacket(0);
     }
+
+    // SAFETY: one u64 (repr(transparent)): Copy, no Drop, every bit
+    // pattern a value. What a value *means* (an owned mbuf) is kept by
+    // `dpdk` alone: only it turns one into a handle (module doc).
+    unsafe impl crate::queue::Plain for RawPacket {}
 }
 
 pub(super) use raw::{RawMbuf, RawPacket};

@@ -10,11 +10,23 @@
 //! same queue, which took it out of its burst (the burst forgets it), and
 //! the queue returns each item once. A handle therefore has exactly one
 //! owner on either side of the queue.
+//!
+//! Zero-copy hand-off ([`PacketSender::receive_from`],
+//! [`PacketInputs::forward_into`], [`PacketInputs::transmit`]): the queues
+//! lend their own slots (`queue::BurstSender::send_with`,
+//! `queue::BurstReceiver::recv_with`), so a PMD receives straight into a
+//! transfer unit (or ring slots), a worker moves packets from its input's
+//! slots straight into its output's, and a PMD transmits straight from the
+//! slots. The same ownership rule holds: a slot's packet has one owner at a
+//! time (the queue, or the code the slot is lent to, which consumes a
+//! prefix and leaves the rest as valid packets).
 
-use super::mbuf::{Burst, Packet, RawPacket};
+use super::mbuf::{Burst, BurstItem, MbufPtr, Packet, RawMbuf, RawPacket};
+use super::port::Port;
 use super::ring::{Ring, RingProbe};
-use super::DpdkError;
+use super::{sys, DpdkError};
 use crate::queue::{self, BurstReceiver, BurstSender, QueueError, RoundRobin, UnitMemory};
+use std::ptr::NonNull;
 use std::sync::Arc;
 
 /// The sending end of a packet queue.
@@ -32,6 +44,47 @@ impl PacketSender {
         // The queue now owns the first n packets.
         burst.consume_front(n);
         n
+    }
+
+    /// Zero-copy RX: receives up to `max` frames from `queue` of `port`
+    /// straight into the queue's free slots (one run: a transfer unit, or
+    /// ring slots up to the wrap) and publishes them as packets. `each`
+    /// sees every mbuf first (to stamp it) and says whether it is a latency
+    /// sample. `None` when the queue has no room: nothing is received, the
+    /// frames stay in the NIC.
+    #[inline]
+    pub fn receive_from(
+        &mut self,
+        port: Port,
+        queue: u16,
+        max: usize,
+        mut each: impl FnMut(&mut MbufPtr) -> bool,
+    ) -> Option<usize> {
+        self.0.send_with(max, &mut |slots: &mut [RawPacket]| {
+            let room = slots.len().min(u16::MAX as usize) as u16;
+            // SAFETY: `slots` are `room` writable 8-byte slots lent to us
+            // (RawPacket is one u64, as an `rte_mbuf *`); the mbufs the PMD
+            // writes there are ours, and each becomes the slot's packet below.
+            let n = unsafe {
+                port.rx_burst_raw(queue, slots.as_mut_ptr() as *mut *mut sys::rte_mbuf, room)
+            };
+            for slot in &mut slots[..n] {
+                // SAFETY: the PMD wrote a live mbuf's (non-null) address
+                // here, owned by nobody else: this handle is its one owner.
+                let mut m = unsafe {
+                    MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(
+                        slot.0 as *mut sys::rte_mbuf,
+                    )))
+                };
+                let sampled = each(&mut m);
+                let mut p = Packet::from_rx(m);
+                if sampled {
+                    p.set_sampled();
+                }
+                *slot = p.into_raw();
+            }
+            n
+        })
     }
 }
 
@@ -71,6 +124,184 @@ impl PacketInputs {
     /// True when every input is empty (per-input snapshots).
     pub fn is_empty(&self) -> bool {
         self.0.inputs().iter().all(|r| r.is_empty())
+    }
+
+    /// Zero-copy worker pass: the next run of waiting packets (one input,
+    /// up to `max`) goes through `each`, in order, and those it keeps move
+    /// straight into `out`'s free slots (one copy, no staging burst); those
+    /// it does not keep are freed. Where `out` has room for fewer, only
+    /// that many are taken. Where it has none, `refused()` decides: true
+    /// frees the whole run without showing it to `each` (counted by the
+    /// caller as `taken - kept - rejected`), false leaves it in the input.
+    /// Returns (taken from the input, moved to `out`, rejected by `each`).
+    #[inline]
+    pub fn forward_into(
+        &mut self,
+        out: &mut PacketSender,
+        max: usize,
+        mut each: impl FnMut(&mut Packet) -> bool,
+        mut refused: impl FnMut() -> bool,
+    ) -> (usize, usize, usize) {
+        let (mut kept, mut rejected) = (0, 0);
+        let taken = self.0.first(|input| {
+            input.0.recv_with(max, &mut |src: &mut [RawPacket]| {
+                let mut consumed = 0;
+                let sent = out.0.send_with(src.len(), &mut |dst: &mut [RawPacket]| {
+                    consumed = dst.len().min(src.len());
+                    let mut j = 0;
+                    for &raw in &src[..consumed] {
+                        // SAFETY: a packet the input lent us; it is consumed
+                        // (moved to `dst` or freed) and the input forgets it.
+                        let mut p = unsafe { Packet::from_raw(raw) };
+                        if each(&mut p) {
+                            dst[j] = p.into_raw();
+                            j += 1;
+                        } else {
+                            free_packet(p);
+                        }
+                    }
+                    j
+                });
+                match sent {
+                    Some(j) => {
+                        kept = j;
+                        rejected = consumed - j;
+                    }
+                    None if refused() => {
+                        // SAFETY: the lent packets, consumed here (the
+                        // input forgets them).
+                        unsafe { Packet::free_bulk(src) };
+                        consumed = src.len();
+                    }
+                    None => {}
+                }
+                consumed
+            })
+        });
+        (taken, kept, rejected)
+    }
+
+    /// Zero-copy TX: the next run of waiting packets (one input, up to
+    /// `max`) that share an input port (so one output port) is shown to
+    /// `each` (latency samples), made bare mbufs in place, and lent to
+    /// `tx(input port, run)`, which hands a prefix to the PMD
+    /// ([`TxRun::tx_burst`]) or frees it ([`TxRun::free_rest`]). What the run
+    /// still holds then stays in the input, first in line, as packets
+    /// again (no longer marked as samples: `each` has seen them). Returns
+    /// how many left the input (sent or freed).
+    #[inline]
+    pub fn transmit(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(&Packet),
+        mut tx: impl FnMut(u16, &mut TxRun<'_>),
+    ) -> usize {
+        self.0.first(|input| {
+            input.0.recv_with(max, &mut |slots: &mut [RawPacket]| {
+                // SAFETY: a view of the first lent packet, to read its port:
+                // the slot keeps it (handles have no destructor).
+                let port = unsafe { Packet::from_raw(slots[0]) }.port();
+                let mut run = 0;
+                for raw in slots.iter_mut() {
+                    // SAFETY: a lent packet; it either stays the slot's (a
+                    // different port: the run ends) or becomes the run's
+                    // bare mbuf in the same slot.
+                    let p = unsafe { Packet::from_raw(*raw) };
+                    if p.port() != port {
+                        break;
+                    }
+                    each(&p);
+                    *raw = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
+                    run += 1;
+                }
+                let mut r = TxRun {
+                    mbufs: &mut slots[..run],
+                    done: 0,
+                };
+                tx(port, &mut r);
+                let done = r.done;
+                for raw in &mut slots[done..run] {
+                    // SAFETY: a live mbuf the run still owned (not sent, not
+                    // freed): it becomes the slot's packet again.
+                    let m = unsafe {
+                        MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(
+                            raw.0 as *mut sys::rte_mbuf,
+                        )))
+                    };
+                    *raw = Packet::from_rx(m).into_raw();
+                }
+                done
+            })
+        })
+    }
+}
+
+/// Frees one packet (a worker's reject: rare, so one call each).
+#[inline]
+fn free_packet(p: Packet) {
+    let mut raw = p.into_raw();
+    // SAFETY: the raw form of a live packet nobody else holds (into_raw
+    // consumed it).
+    unsafe { Packet::free_bulk(std::slice::from_mut(&mut raw)) };
+}
+
+/// Bare mbufs lent by [`PacketInputs::transmit`], all bound for one output
+/// port; the first `done` have left (sent or freed).
+pub struct TxRun<'a> {
+    /// Live mbuf addresses (as `u64`), owned by the run from `done` on.
+    mbufs: &'a mut [RawPacket],
+    done: usize,
+}
+
+impl TxRun<'_> {
+    /// Mbufs still held.
+    #[inline]
+    pub fn len(&self) -> usize {
+        self.mbufs.len() - self.done
+    }
+
+    /// True when every mbuf has left.
+    #[inline]
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// Transmits what the run holds on `queue` of `port`; returns how many
+    /// the PMD took (they leave the run).
+    #[inline]
+    pub fn tx_burst(&mut self, port: Port, queue: u16) -> usize {
+        let n = self.len().min(u16::MAX as usize) as u16;
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: slots `done..` hold live mbufs the run owns (RawPacket is
+        // one u64, as an `rte_mbuf *`); the PMD takes the first `sent`,
+        // which the run then forgets.
+        let sent = unsafe {
+            port.tx_burst_raw(
+                queue,
+                self.mbufs[self.done..].as_mut_ptr() as *mut *mut sys::rte_mbuf,
+                n,
+            )
+        };
+        self.done += sent;
+        sent
+    }
+
+    /// Frees what the run holds; returns how many.
+    #[inline]
+    pub fn free_rest(&mut self) -> usize {
+        let rest = &mut self.mbufs[self.done..];
+        let n = rest.len();
+        if n != 0 {
+            // SAFETY: live mbufs the run owns (bare addresses, as
+            // `rte_pktmbuf_free_bulk` takes them), forgotten after.
+            unsafe {
+                sys::rte_pktmbuf_free_bulk(rest.as_mut_ptr() as *mut *mut sys::rte_mbuf, n as u32)
+            };
+        }
+        self.done += n;
+        n
     }
 }
 
@@ -154,15 +385,16 @@ pub fn ring_spsc(
     ))
 }
 
-/// A multi-producer `rte_ring` for packets (see [`Ring::mpsc`]), and a
-/// probe.
+/// A multi-producer `rte_ring` for packets (see [`Ring::mpsc`];
+/// `serialized`: HTS producers, which can receive in place), and a probe.
 pub fn ring_mpsc(
     label: &str,
     depth: u32,
     socket: i32,
     producers: usize,
+    serialized: bool,
 ) -> Result<(Vec<PacketSender>, PacketReceiver, QueueProbe), DpdkError> {
-    let (txs, rx) = Ring::<RawPacket>::mpsc(label, depth, socket, producers)?;
+    let (txs, rx) = Ring::<RawPacket>::mpsc(label, depth, socket, producers, serialized)?;
     let probe = QueueProbe(Arc::new(rx.probe()));
     Ok((
         txs.into_iter().map(|t| PacketSender(Box::new(t))).collect(),

@@ -400,4 +400,37 @@ impl Port {
         burst.consume_front(sent);
         sent
     }
+
+    /// Receives up to `n` mbufs into `out`, for a queue lending its slots
+    /// (`packet_queue`); returns how many the PMD wrote.
+    ///
+    /// # Safety
+    /// `out` points at `n` writable `rte_mbuf *` slots; the mbufs written
+    /// there are new handles the caller must own from then on.
+    #[inline]
+    pub(in crate::dpdk) unsafe fn rx_burst_raw(
+        self,
+        queue: u16,
+        out: *mut *mut sys::rte_mbuf,
+        n: u16,
+    ) -> usize {
+        // SAFETY: caller's contract.
+        unsafe { sys::rte_eth_rx_burst(self.0, queue, out, n) as usize }
+    }
+
+    /// Transmits from `mbufs` (`n` of them); returns how many the PMD took
+    /// (the first ones), which the caller must forget.
+    ///
+    /// # Safety
+    /// `mbufs` points at `n` live mbufs the caller owns.
+    #[inline]
+    pub(in crate::dpdk) unsafe fn tx_burst_raw(
+        self,
+        queue: u16,
+        mbufs: *mut *mut sys::rte_mbuf,
+        n: u16,
+    ) -> usize {
+        // SAFETY: caller's contract.
+        unsafe { sys::rte_eth_tx_burst(self.0, queue, mbufs, n) as usize }
+    }
 }

@@ -6,10 +6,19 @@
 //! (a packet's raw form is one 8-byte word) use the classic `void *` ring
 //! calls, larger ones the `_elem` calls with that element size. Packet
 //! rings are built only through `packet_queue`, which wraps both ends.
+//!
+//! In place ([`BurstSender::send_with`], [`BurstReceiver::recv_with`]):
+//! DPDK's zero-copy ring API (`rte_ring_enqueue_zc_burst_elem_start` /
+//! `_finish`, and the dequeue pair, `rte_ring_peek_zc.h`), which lends the
+//! ring's own slots up to its wrap. It needs a producer side that is single
+//! (SP) or serialized (HTS): an MP ring built for it ([`Ring::mpsc`] with
+//! `serialized`) uses `RING_F_MP_HTS_ENQ`; a classic MP ring cannot lend
+//! its slots and its `send_with` always answers `None` (its users copy).
+//! Every ring's consumer is single, so every ring lends on the dequeue side.
 
 use super::mbuf::RawPacket;
 use super::{sys, DpdkError};
-use crate::queue::{BurstReceiver, BurstSender};
+use crate::queue::{BurstReceiver, BurstSender, Plain, MAX_BURST};
 use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::Arc;
@@ -20,6 +29,8 @@ static RING_SEQ: AtomicU32 = AtomicU32::new(0);
 /// must happen before `rte_eal_cleanup`).
 pub struct Ring<T: RingItem> {
     raw: *mut sys::rte_ring,
+    /// The producer side is single or serialized (HTS): it can lend slots.
+    lends: bool,
     _items: std::marker::PhantomData<T>,
 }
 
@@ -40,31 +51,39 @@ impl<T: RingItem> Ring<T> {
         depth: u32,
         socket: i32,
     ) -> Result<(RingSender<T>, RingReceiver<T>), DpdkError> {
-        let ring = Self::create(label, depth, socket, false)?;
+        let ring = Self::create(label, depth, socket, Producers::Single)?;
         Ok((RingSender(ring.clone()), RingReceiver(ring)))
     }
 
     /// A multi-producer, single-consumer ring holding exactly `depth` items
-    /// on `socket`: `producers` senders and its one receiver.
+    /// on `socket`: `producers` senders and its one receiver. `serialized`:
+    /// HTS producers (one at a time: a reservation can be held while its
+    /// slots are filled in place), else classic MP (lock-free, copies).
     pub fn mpsc(
         label: &str,
         depth: u32,
         socket: i32,
         producers: usize,
+        serialized: bool,
     ) -> Result<(Vec<RingSender<T>>, RingReceiver<T>), DpdkError> {
-        let ring = Self::create(label, depth, socket, true)?;
+        let mode = if serialized {
+            Producers::Serialized
+        } else {
+            Producers::Multi
+        };
+        let ring = Self::create(label, depth, socket, mode)?;
         let senders = (0..producers).map(|_| RingSender(ring.clone())).collect();
         Ok((senders, RingReceiver(ring)))
     }
 
-    /// `multi_producer` selects MP enqueue; dequeue is always SC. Private:
+    /// `producers` selects the enqueue mode; dequeue is always SC. Private:
     /// the handles come from [`spsc`](Self::spsc) and [`mpsc`](Self::mpsc),
     /// so an SP ring never gets a second sender.
     fn create(
         label: &str,
         depth: u32,
         socket: i32,
-        multi_producer: bool,
+        producers: Producers,
     ) -> Result<Arc<Ring<T>>, DpdkError> {
         let seq = RING_SEQ.fetch_add(1, Ordering::Relaxed);
         // RTE_RING_NAMESIZE is 29 bytes incl. NUL.
@@ -72,8 +91,10 @@ impl<T: RingItem> Ring<T> {
         name.truncate(28);
         let cname = CString::new(name.clone()).expect("ring name has no NUL");
         let mut flags = sys::RING_F_SC_DEQ | sys::RING_F_EXACT_SZ;
-        if !multi_producer {
-            flags |= sys::RING_F_SP_ENQ;
+        match producers {
+            Producers::Single => flags |= sys::RING_F_SP_ENQ,
+            Producers::Serialized => flags |= sys::RING_F_MP_HTS_ENQ,
+            Producers::Multi => {}
         }
         // SAFETY: valid C name; esize is a multiple of 4 (RingItem);
         // returns NULL with rte_errno on failure.
@@ -93,9 +114,21 @@ impl<T: RingItem> Ring<T> {
         }
         Ok(Arc::new(Ring {
             raw,
+            lends: producers != Producers::Multi,
             _items: std::marker::PhantomData,
         }))
     }
+}
+
+/// A ring's producer side (`rte_ring_create` flags).
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Producers {
+    /// `RING_F_SP_ENQ`.
+    Single,
+    /// `RING_F_MP_HTS_ENQ`: several, one at a time.
+    Serialized,
+    /// Classic MP (no flag).
+    Multi,
 }
 
 impl<T: RingItem> Drop for Ring<T> {
@@ -121,6 +154,15 @@ const _: () = assert!(std::mem::size_of::<u64>() == std::mem::size_of::<*mut c_v
 // SAFETY: 8 bytes of plain data (checked below), Copy, no Drop.
 unsafe impl RingItem for RawPacket {}
 const _: () = assert!(std::mem::size_of::<RawPacket>() == std::mem::size_of::<*mut c_void>());
+
+/// An empty reservation, for the zero-copy calls to fill in.
+fn zc_data() -> sys::rte_ring_zc_data {
+    sys::rte_ring_zc_data {
+        ptr1: std::ptr::null_mut(),
+        ptr2: std::ptr::null_mut(),
+        n1: 0,
+    }
+}
 
 /// True when T goes through the classic pointer-sized ring calls.
 const fn pointer_sized<T>() -> bool {
@@ -187,6 +229,46 @@ impl<T: RingItem> BurstSender<T> for RingSender<T> {
             }
         }
     }
+
+    #[inline]
+    fn send_with(&mut self, max: usize, fill: &mut dyn FnMut(&mut [T]) -> usize) -> Option<usize>
+    where
+        T: Plain,
+    {
+        if !self.0.lends {
+            return None;
+        }
+        let want = max.min(MAX_BURST) as u32;
+        if want == 0 {
+            return Some(0);
+        }
+        let esize = std::mem::size_of::<T>() as u32;
+        let mut zcd = zc_data();
+        // SAFETY: a ring whose producer side is ours alone (SP: this is its
+        // one sender) or serialized (HTS), as the zero-copy API requires;
+        // it reserves up to `want` slots and says where.
+        let got = unsafe {
+            sys::rte_ring_enqueue_zc_burst_elem_start(
+                self.0.raw,
+                esize,
+                want,
+                &mut zcd,
+                std::ptr::null_mut(),
+            )
+        };
+        if got == 0 {
+            return None;
+        }
+        let run = (got.min(zcd.n1)) as usize;
+        // SAFETY: `ptr1` points at `n1` reserved slots of the ring's element
+        // size, ours until `finish`; any bit pattern is a T (`Plain`).
+        let slots = unsafe { std::slice::from_raw_parts_mut(zcd.ptr1 as *mut T, run) };
+        let n = fill(slots).min(run);
+        // SAFETY: finishes our reservation with n <= what it reserved; the
+        // first n slots hold what `fill` wrote.
+        unsafe { sys::rte_ring_enqueue_zc_elem_finish(self.0.raw, n as u32) };
+        Some(n)
+    }
 }
 
 impl<T: RingItem> BurstReceiver<T> for RingReceiver<T> {
@@ -220,5 +302,41 @@ impl<T: RingItem> BurstReceiver<T> for RingReceiver<T> {
     fn is_empty(&self) -> bool {
         // SAFETY: valid ring.
         unsafe { sys::rte_ring_empty(self.0.raw) != 0 }
+    }
+
+    #[inline]
+    fn recv_with(&mut self, max: usize, take: &mut dyn FnMut(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        let want = max.min(MAX_BURST) as u32;
+        if want == 0 {
+            return 0;
+        }
+        let esize = std::mem::size_of::<T>() as u32;
+        let mut zcd = zc_data();
+        // SAFETY: every ring's consumer side is single (SC) and this is its
+        // one receiver, as the zero-copy API requires.
+        let got = unsafe {
+            sys::rte_ring_dequeue_zc_burst_elem_start(
+                self.0.raw,
+                esize,
+                want,
+                &mut zcd,
+                std::ptr::null_mut(),
+            )
+        };
+        if got == 0 {
+            return 0;
+        }
+        let run = (got.min(zcd.n1)) as usize;
+        // SAFETY: `ptr1` points at `n1` items a RingSender<T> enqueued, ours
+        // until `finish`; whatever `take` writes is a T (`Plain`).
+        let items = unsafe { std::slice::from_raw_parts_mut(zcd.ptr1 as *mut T, run) };
+        let used = take(items).min(run);
+        // SAFETY: finishes our reservation with used <= what it reserved:
+        // the first `used` leave the ring, the rest stay first in line.
+        unsafe { sys::rte_ring_dequeue_zc_elem_finish(self.0.raw, used as u32) };
+        used
     }
 }

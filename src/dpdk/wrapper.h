@@ -15,6 +15,7 @@
 #include <rte_ethdev.h>
 #include <rte_ether.h>
 #include <rte_ring.h>
+#include <rte_ring_peek_zc.h>
 #include <rte_flow.h>
 #include <rte_telemetry.h>
 #include <rte_version.h>

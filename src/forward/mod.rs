@@ -17,7 +17,7 @@ pub mod lifecycle;
 pub mod rate;
 pub mod stages;
 
-use crate::config::cli::Options;
+use crate::config::cli::{Handoff, Options};
 use crate::config::{Lcore, Plan, MAX_PORTS};
 use crate::dpdk::{self, signal, Eal};
 use crate::error::RunError;
@@ -460,6 +460,7 @@ impl<'a> Wiring<'a> {
             c.clone(),
         )
         .with_capture(capture::Taps::new(std::mem::take(&mut self.taps[stage])))
+        .with_zero_copy(opts.handoff == Handoff::ZeroCopy)
     }
 
     fn worker_stage(&mut self, w: usize, c: &Arc<LcoreCounters>) -> WorkerStage {
@@ -478,6 +479,7 @@ impl<'a> Wiring<'a> {
                 .map(|(_, ms)| Duration::from_millis(ms as u64)),
             c.clone(),
         )
+        .with_zero_copy(opts.handoff == Handoff::ZeroCopy)
     }
 
     fn tx_stage(&mut self, t: usize, c: &Arc<LcoreCounters>) -> TxStage {
@@ -497,6 +499,7 @@ impl<'a> Wiring<'a> {
             c.clone(),
         )
         .with_latency_slot(slot, dpdk::tsc_hz() / LATENCY_PUBLISH_PER_S)
+        .with_zero_copy(self.opts.handoff == Handoff::ZeroCopy)
     }
 }
 

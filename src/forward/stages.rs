@@ -24,6 +24,14 @@
 //! mbuf. What crosses cores is a [`Packet`] (handle + frame offset, length,
 //! input port, sample mark) read at RX; workers touch only the frame, TX
 //! groups by the packet's port.
+//!
+//! Zero-copy (`--handoff zero-copy`, each stage's `with_zero_copy`): where
+//! a stage's packets all go to one queue, it works in the queues' own slots
+//! (`dpdk::packet_queue`): RX receives into the worker queue, the worker
+//! moves packets slot to slot into the TX queue, TX transmits from its
+//! queue's slots and leaves what a port refuses there. Elsewhere (several
+//! workers or TX lcores, `--class`, `--capture` running) the stage uses its
+//! bursts, as with `--handoff copy`.
 
 use super::capture::Taps;
 use super::lifecycle::PortGates;
@@ -31,10 +39,14 @@ use super::rate::{FullPolicy, Hold, TokenBucket};
 use crate::config::class::WorkerRange;
 use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
 use crate::report::latency::{Histogram, HistogramSlot};
-use crate::report::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES, MAX_PORTS};
+use crate::report::stats::{
+    bump, DropReason, LcoreCounters, IN_PLACE_RX, IN_PLACE_TX, IN_PLACE_WORKER, MAX_APP_CLASSES,
+    MAX_PORTS,
+};
 use crate::setup::handoff::{InputSet, Sender};
 use crate::wire::flow::{flow_key, FlowMatch};
 use crate::wire::{self, FrameClass};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 /// Attempts at `rte_eth_tx_burst` for one batch before the rest is freed
@@ -187,6 +199,9 @@ pub struct RxStage {
     /// `--capture`: the taps of the captured ports (None: capture off or
     /// done).
     capture: Option<Box<Taps>>,
+    /// `--handoff zero-copy` with one worker and no `--class`: each queue's
+    /// frames are received straight into the worker queue's slots.
+    zero_copy: bool,
     started: bool,
     pub done: bool,
 }
@@ -233,9 +248,51 @@ impl RxStage {
             n_workers,
             counters,
             capture: None,
+            zero_copy: false,
             started: false,
             done: false,
         }
+    }
+
+    /// Receives in place (`--handoff zero-copy`) where every packet goes to
+    /// one worker: one sender and no classes. While `--capture` copies
+    /// frames, the stage receives through its burst (the taps read it).
+    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
+        self.zero_copy = zero_copy && self.senders.len() == 1 && self.classes.is_empty();
+        if self.zero_copy {
+            self.counters.in_place.fetch_or(IN_PLACE_RX, Relaxed);
+        }
+        self
+    }
+
+    /// Zero-copy RX of one queue (see `packet_queue::PacketSender::receive_from`):
+    /// `None` when the worker's queue has no room (nothing received).
+    #[inline]
+    fn receive_in_place(
+        &mut self,
+        port: Port,
+        queue: u16,
+        max: usize,
+        now: &mut u64,
+    ) -> Option<usize> {
+        let stamp = self.stamp;
+        let since_sample = &mut self.since_sample;
+        self.senders[0].receive_from(port, queue, max, |m| {
+            let Some((field, sample)) = stamp else {
+                return false;
+            };
+            // Only samples carry a stamp.
+            *since_sample += 1;
+            if *since_sample < sample {
+                return false;
+            }
+            *since_sample = 0;
+            if *now == 0 {
+                *now = dpdk::rdtsc_inline();
+            }
+            m.set_field(field, *now);
+            true
+        })
     }
 
     /// Copies the first frames of some ports for `--capture`.
@@ -404,7 +461,25 @@ impl RxStage {
             if blocked.has(port.id()) {
                 continue;
             }
-            let n = port.rx_burst(queue, &mut self.rx, self.burst.min(allowance));
+            // In place: received straight into the worker's queue. Its
+            // queue full, the frames stay in the NIC, unless a stalled
+            // worker's are to be dropped: then the burst path receives them
+            // and its Hold decides.
+            let in_place = if self.zero_copy && self.capture.is_none() {
+                match self.receive_in_place(port, queue, self.burst.min(allowance), &mut rx_now) {
+                    None if self.policy.wait => break,
+                    got => got,
+                }
+            } else {
+                None
+            };
+            let n = match in_place {
+                Some(n) => {
+                    self.holds[0].took();
+                    n
+                }
+                None => port.rx_burst(queue, &mut self.rx, self.burst.min(allowance)),
+            };
             if n == 0 {
                 continue;
             }
@@ -414,6 +489,12 @@ impl RxStage {
                 &self.counters.rx_port_packets[port.id() as usize % MAX_PORTS],
                 n as u64,
             );
+            if in_place.is_some() {
+                if allowance == 0 {
+                    break;
+                }
+                continue;
+            }
             // `--capture`: copies of the first frames (one branch when off).
             if let Some(taps) = self.capture.as_deref_mut() {
                 if !taps.tap(port.id(), self.rx.as_slice(), &mut rx_now) {
@@ -473,6 +554,9 @@ pub struct WorkerStage {
     bucket_class: Vec<u8>,
     /// `--debug-stall-worker`: sleep this long once, at the first packet.
     stall: Option<std::time::Duration>,
+    /// `--handoff zero-copy` with one TX lcore: packets move from the input
+    /// queue's slots straight into the output queue's.
+    zero_copy: bool,
     counters: Arc<LcoreCounters>,
     pub done: bool,
 }
@@ -504,9 +588,20 @@ impl WorkerStage {
             map: Box::new(map),
             rewrite,
             work_cycles,
+            zero_copy: false,
             counters,
             done: false,
         }
+    }
+
+    /// Moves packets in place (`--handoff zero-copy`) where they all go to
+    /// one TX lcore.
+    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
+        self.zero_copy = zero_copy && self.senders.len() == 1;
+        if self.zero_copy {
+            self.counters.in_place.fetch_or(IN_PLACE_WORKER, Relaxed);
+        }
+        self
     }
 
     /// Hands the TX buckets on ([`flush_buckets`]); false when something
@@ -540,11 +635,106 @@ impl WorkerStage {
         }
     }
 
+    /// The synthetic work per packet for this round: none once a stop was
+    /// requested (the packets are still forwarded), so a drain never waits
+    /// for it.
+    #[inline]
+    fn work_cycles(&self) -> u64 {
+        if self.work_cycles != 0 && crate::dpdk::signal::quit_requested() {
+            0
+        } else {
+            self.work_cycles
+        }
+    }
+
+    /// Counts a round's classes and runts.
+    #[inline]
+    fn count(&self, class_counts: &[u64; FrameClass::COUNT], runts: u64) {
+        for (i, c) in class_counts.iter().enumerate() {
+            if *c != 0 {
+                bump(&self.counters.worker_classes[i], *c);
+            }
+        }
+        if runts != 0 {
+            self.counters.count_drop(DropReason::Runt, runts);
+        }
+    }
+
+    /// The zero-copy round: up to a burst, run by run, from the input
+    /// queues' slots into the TX queue's (`PacketInputs::forward_into`).
+    #[inline]
+    fn poll_in_place(&mut self, upstream_done: bool) -> usize {
+        if let Some(length) = self.stall {
+            if !self.inputs.is_empty() {
+                self.stall = None;
+                Self::stall(length);
+            }
+        }
+        let mut work_cycles = self.work_cycles();
+        let mut class_counts = [0u64; FrameClass::COUNT];
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        let (mut total, mut runts, mut refused) = (0, 0, 0);
+        let (map, rewrite, policy) = (&*self.map, self.rewrite, self.policy);
+        let hold = &mut self.holds[0];
+        while total < self.burst {
+            let mut dropped = false;
+            let (taken, _kept, rejected) = self.inputs.forward_into(
+                &mut self.senders[0],
+                self.burst - total,
+                |p| {
+                    process(
+                        p,
+                        map,
+                        rewrite,
+                        &mut work_cycles,
+                        &mut class_counts,
+                        &mut scratch,
+                    )
+                },
+                || {
+                    dropped = hold.refused(policy, dpdk::rdtsc_inline);
+                    dropped
+                },
+            );
+            if taken == 0 {
+                break;
+            }
+            if dropped {
+                refused += taken;
+            } else {
+                hold.took();
+                runts += rejected;
+            }
+            total += taken;
+        }
+        if total == 0 {
+            if upstream_done && self.inputs.is_empty() {
+                self.done = true;
+            }
+            return 0;
+        }
+        bump(&self.counters.worker_packets, total as u64);
+        self.count(&class_counts, runts as u64);
+        if refused != 0 {
+            self.counters
+                .count_drop(DropReason::WorkerHandoffFull, refused as u64);
+            let class = self.bucket_class[0] as usize;
+            bump(
+                &self.counters.class_drops[class % (MAX_APP_CLASSES + 1)],
+                refused as u64,
+            );
+        }
+        total
+    }
+
     /// One receive/process/hand-on round; returns how many packets it
     /// took. `upstream_done`: every RX lcore has stopped and published all
     /// it had (read before receiving).
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
+        if self.zero_copy {
+            return self.poll_in_place(upstream_done);
+        }
         if !self.flush() {
             return 0;
         }
@@ -570,45 +760,20 @@ impl WorkerStage {
         bump(&counters.worker_packets, n as u64);
         let map = &*self.map;
         let rewrite = self.rewrite;
-        // Once a stop is requested the synthetic work is skipped (the packets
-        // are still forwarded), so a drain never waits for it.
-        let mut work_cycles = if self.work_cycles != 0 && crate::dpdk::signal::quit_requested() {
-            0
-        } else {
-            self.work_cycles
-        };
+        let mut work_cycles = self.work_cycles();
         let mut class_counts = [0u64; FrameClass::COUNT];
         let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
         let runts = self.inbuf.retain_or_free(|m| {
-            let (head, frame_len) = m.head(&mut scratch);
-            let info = wire::classify_head(head, frame_len);
-            class_counts[info.class.index()] += 1;
-            if info.class == FrameClass::Runt {
-                return false;
-            }
-            if rewrite {
-                let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
-                let (dst, src) = (&map.dst_mac[out], &map.src_mac[out]);
-                // A chain whose first segment is shorter than an Ethernet
-                // header gets its MACs written across segments.
-                if !wire::rewrite_macs(m.data_mut(), dst, src) {
-                    m.write_at(0, dst);
-                    m.write_at(6, src);
-                }
-            }
-            if work_cycles != 0 && !synthetic_work(work_cycles) {
-                work_cycles = 0;
-            }
-            true
+            process(
+                m,
+                map,
+                rewrite,
+                &mut work_cycles,
+                &mut class_counts,
+                &mut scratch,
+            )
         });
-        for (i, c) in class_counts.iter().enumerate() {
-            if *c != 0 {
-                bump(&counters.worker_classes[i], *c);
-            }
-        }
-        if runts != 0 {
-            counters.count_drop(DropReason::Runt, runts as u64);
-        }
+        self.count(&class_counts, runts as u64);
         // Packets a bucket could not take (never: the flush at the top
         // emptied every bucket): freed by push_or_free, counted here.
         let mut lost = 0u64;
@@ -630,6 +795,41 @@ impl WorkerStage {
         self.flush();
         n
     }
+}
+
+/// A worker's work on one packet: classifies it (counted in
+/// `class_counts`), and unless it is a runt (false: drop it) rewrites its
+/// MACs for its output port and spends the synthetic work (`work_cycles`
+/// becomes 0 when a stop cuts it short).
+#[inline(always)]
+fn process(
+    m: &mut Packet,
+    map: &PortMap,
+    rewrite: bool,
+    work_cycles: &mut u64,
+    class_counts: &mut [u64; FrameClass::COUNT],
+    scratch: &mut [u8; wire::PARSE_HEAD_LEN],
+) -> bool {
+    let (head, frame_len) = m.head(scratch);
+    let info = wire::classify_head(head, frame_len);
+    class_counts[info.class.index()] += 1;
+    if info.class == FrameClass::Runt {
+        return false;
+    }
+    if rewrite {
+        let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
+        let (dst, src) = (&map.dst_mac[out], &map.src_mac[out]);
+        // A chain whose first segment is shorter than an Ethernet header
+        // gets its MACs written across segments.
+        if !wire::rewrite_macs(m.data_mut(), dst, src) {
+            m.write_at(0, dst);
+            m.write_at(6, src);
+        }
+    }
+    if *work_cycles != 0 && !synthetic_work(*work_cycles) {
+        *work_cycles = 0;
+    }
+    true
 }
 
 // ---- TX ----------------------------------------------------------------
@@ -664,6 +864,9 @@ pub struct TxStage {
     /// During shutdown: when to give up on a stalled port, and how many
     /// stop signals had arrived then (one more gives up at once).
     give_up_at: Option<(u64, u32)>,
+    /// `--handoff zero-copy`: transmits straight from the input queues'
+    /// slots; a port's refusal leaves the packets there.
+    zero_copy: bool,
     pub done: bool,
 }
 
@@ -685,6 +888,7 @@ impl TxStage {
             holds: vec![Hold::default(); ports.len()],
             pending: false,
             give_up_at: None,
+            zero_copy: false,
             latency: latency.map(|f| (f, Histogram::boxed())),
             latency_slot: None,
             inputs,
@@ -696,6 +900,15 @@ impl TxStage {
             counters,
             done: false,
         }
+    }
+
+    /// Transmits in place (`--handoff zero-copy`).
+    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
+        self.zero_copy = zero_copy;
+        if self.zero_copy {
+            self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
+        }
+        self
     }
 
     /// Copies the latency histogram into `slot` every `period` TSC cycles
@@ -793,24 +1006,117 @@ impl TxStage {
         self.pending = false;
     }
 
+    /// During shutdown with a port refusing: true once the port has had
+    /// [`TX_STALL_GIVE_UP_S`] (or another stop signal came): what it
+    /// refuses is freed then.
+    fn give_up(&mut self) -> bool {
+        if !crate::dpdk::signal::quit_requested() {
+            return false;
+        }
+        let now = dpdk::rdtsc();
+        let signals = crate::dpdk::signal::stop_signals();
+        let (deadline, seen) = *self.give_up_at.get_or_insert((
+            now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64,
+            signals,
+        ));
+        now >= deadline || signals > seen
+    }
+
+    /// The zero-copy round: up to a burst, run by run, transmitted from
+    /// the input queues' slots (`PacketInputs::transmit`), each run on its
+    /// output port with bounded retries; what a port refuses stays in the
+    /// queue (no more input this round) unless its [`Hold`] says to drop it.
+    #[inline]
+    fn poll_in_place(&mut self, upstream_done: bool) -> usize {
+        let give_up = self.pending && self.give_up();
+        let blocked = self.gates.blocked();
+        let now = if self.latency.is_some() {
+            dpdk::rdtsc_inline()
+        } else {
+            0
+        };
+        let (mut total, mut refused) = (0, false);
+        let Self {
+            inputs,
+            ports,
+            out_port,
+            holds,
+            counters,
+            latency,
+            policy,
+            burst,
+            ..
+        } = self;
+        while total < *burst && !refused {
+            let taken = inputs.transmit(
+                *burst - total,
+                |p| {
+                    if let Some((field, hist)) = latency.as_mut() {
+                        if p.is_sampled() {
+                            hist.record(now.wrapping_sub(p.field(*field)));
+                        }
+                    }
+                },
+                |in_port, run| {
+                    let out = out_port[in_port as usize % MAX_PORTS] as usize;
+                    let (port, queue) = ports[out];
+                    let hold = &mut holds[out];
+                    let open = !blocked.has(port.id());
+                    let mut tries = 0;
+                    loop {
+                        if open {
+                            let sent = run.tx_burst(port, queue);
+                            if sent != 0 {
+                                bump(&counters.tx_port_packets[out], sent as u64);
+                                hold.took();
+                            }
+                            if run.is_empty() {
+                                break;
+                            }
+                            tries += 1;
+                        }
+                        if !open || tries >= TX_RETRIES {
+                            if give_up || hold.refused(*policy, dpdk::rdtsc_inline) {
+                                counters.count_drop(DropReason::TxFull, run.len() as u64);
+                                run.free_rest();
+                            } else {
+                                refused = true;
+                            }
+                            break;
+                        }
+                        dpdk::pause();
+                    }
+                },
+            );
+            if taken == 0 {
+                break;
+            }
+            total += taken;
+        }
+        self.pending = refused;
+        if total == 0 {
+            if !refused && upstream_done && self.inputs.is_empty() {
+                self.done = true;
+            }
+            return 0;
+        }
+        bump(&self.counters.tx_in_packets, total as u64);
+        total
+    }
+
     /// One receive/transmit round; returns how many packets it took.
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
+        if self.zero_copy {
+            return self.poll_in_place(upstream_done);
+        }
         if self.pending {
             // A port refused: take no more input until it accepts or its
             // hold runs out (the worker→TX queues fill, then RX stops).
             self.pending = !self.transmit();
             if self.pending {
-                if crate::dpdk::signal::quit_requested() {
-                    let now = dpdk::rdtsc();
-                    let signals = crate::dpdk::signal::stop_signals();
-                    let (deadline, seen) = *self.give_up_at.get_or_insert((
-                        now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64,
-                        signals,
-                    ));
-                    if now >= deadline || signals > seen {
-                        self.drop_pending();
-                    }
+                if self.give_up() {
+                    self.drop_pending();
                 }
                 return 0;
             }

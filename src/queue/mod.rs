@@ -260,6 +260,7 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 #![deny(clippy::undocumented_unsafe_blocks)]
 
+mod burst;
 mod round_robin;
 mod sync;
 
@@ -278,6 +279,7 @@ use core::ptr::{self, NonNull};
 use crossbeam_utils::CachePadded;
 
 use self::sync::{Arc, AtomicPtr, AtomicU32, AtomicU64, Ordering, Track};
+pub use burst::{BurstReceiver, BurstSender, Plain};
 pub use round_robin::RoundRobin;
 
 /// Largest `burst` (items per transfer unit) accepted by [`channel`].
@@ -1054,6 +1056,41 @@ impl<T: Send> Producer<T> {
         done
     }
 
+    /// In place (see `burst`): lends the slots of one free unit, at most
+    /// `max`, `burst` and the room left in this producer's budget, to
+    /// `fill`, and publishes the prefix it says it wrote, as one unit.
+    /// `None` when the budget is spent (`fill` is not called); `Some(0)`
+    /// when `fill` wrote nothing (the unit stays free).
+    #[inline]
+    pub fn send_with(&mut self, max: usize, fill: impl FnOnce(&mut [T]) -> usize) -> Option<usize>
+    where
+        T: Plain,
+    {
+        let limit = self.room(1).min(self.burst).min(max);
+        if limit == 0 {
+            return if max == 0 { Some(0) } else { None };
+        }
+        let (idx, unit) = self.next_unit();
+        // SAFETY: the unit is free, so exclusively ours until published;
+        // slots `0..limit` (limit <= burst) lie inside it, and hold valid
+        // `T`s: the arena was zeroed and slots are only ever written with
+        // `T`s, and every bit pattern is a `T` (`Plain`). No item in them is
+        // live (free units hold none), so overwriting needs no drop.
+        let n = unsafe {
+            (*unit).track.write(|| {
+                let slots =
+                    std::slice::from_raw_parts_mut(slot::<T>(unit, self.items_offset, 0), limit);
+                fill(slots).min(limit)
+            })
+        };
+        if n != 0 {
+            // SAFETY: unit `idx` from `next_unit`, exclusively ours, its
+            // first `n` slots written by `fill`.
+            unsafe { self.publish(idx, unit, n) };
+        }
+        Some(n)
+    }
+
     /// Units of this producer's pool not in flight: its pool minus the
     /// units published and not yet returned. A snapshot (the consumer may
     /// return more right after). The queue is full by items, not units
@@ -1338,6 +1375,40 @@ impl<T: Send> Consumer<T> {
             }
         }
         got
+    }
+
+    /// In place (see `burst`): lends the unread items of the current unit,
+    /// at most `max`, to `take`, and marks read the prefix it says it
+    /// consumed (a unit whose last item is consumed goes back to its
+    /// producer). Returns that count; 0 without calling `take` when nothing
+    /// is waiting. A panic in `take` consumes nothing.
+    #[inline]
+    pub fn recv_with(&mut self, max: usize, take: impl FnOnce(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        if max == 0 || !self.ready() {
+            return 0;
+        }
+        let unit = self.cur;
+        let n = (self.count - self.offset).min(max);
+        // SAFETY: slots `offset..offset + n` hold initialised items of a
+        // unit we own until we return it (after this call); whatever `take`
+        // writes into them is a valid `T` (`Plain`).
+        let used = unsafe {
+            (*unit).track.write(|| {
+                let items = std::slice::from_raw_parts_mut(
+                    slot::<T>(unit, self.items_offset, self.offset),
+                    n,
+                );
+                take(items).min(n)
+            })
+        };
+        self.offset += used;
+        if self.offset == self.count {
+            self.spent();
+        }
+        used
     }
 
     /// True when nothing is waiting: the local chain is spent and the published
@@ -1692,30 +1763,21 @@ impl<T: Send> ShardedConsumer<T> {
 }
 
 // ---------------------------------------------------------------------------
-// Backend-neutral traits
+// Backend-neutral traits (module `burst`)
 // ---------------------------------------------------------------------------
-
-/// Sending side of a burst queue; implemented by [`Producer`] and by the
-/// forwarder's `rte_ring` wrapper, so the backend is chosen by value.
-pub trait BurstSender<T: Copy>: Send {
-    /// Enqueues a prefix of `items`; returns its length (less than
-    /// `items.len()` when the queue is full).
-    fn send_burst(&mut self, items: &[T]) -> usize;
-}
-
-/// Receiving side of a burst queue; implemented by [`Consumer`],
-/// [`ShardedConsumer`] and the forwarder's `rte_ring` wrapper.
-pub trait BurstReceiver<T: Copy>: Send {
-    /// Dequeues up to `out.len()` items into a prefix of `out`; returns how many.
-    fn recv_burst(&mut self, out: &mut [T]) -> usize;
-    /// Snapshot: nothing waiting right now.
-    fn is_empty(&self) -> bool;
-}
 
 impl<T: Copy + Send> BurstSender<T> for Producer<T> {
     #[inline]
     fn send_burst(&mut self, items: &[T]) -> usize {
         self.send_slice(items)
+    }
+
+    #[inline]
+    fn send_with(&mut self, max: usize, fill: &mut dyn FnMut(&mut [T]) -> usize) -> Option<usize>
+    where
+        T: Plain,
+    {
+        Producer::send_with(self, max, fill)
     }
 }
 
@@ -1724,8 +1786,17 @@ impl<T: Copy + Send> BurstReceiver<T> for Consumer<T> {
     fn recv_burst(&mut self, out: &mut [T]) -> usize {
         self.recv_slice(out)
     }
+
     fn is_empty(&self) -> bool {
         Consumer::is_empty(self)
+    }
+
+    #[inline]
+    fn recv_with(&mut self, max: usize, take: &mut dyn FnMut(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        Consumer::recv_with(self, max, take)
     }
 }
 
@@ -1734,7 +1805,16 @@ impl<T: Copy + Send> BurstReceiver<T> for ShardedConsumer<T> {
     fn recv_burst(&mut self, out: &mut [T]) -> usize {
         self.recv_slice(out)
     }
+
     fn is_empty(&self) -> bool {
         ShardedConsumer::is_empty(self)
+    }
+
+    #[inline]
+    fn recv_with(&mut self, max: usize, take: &mut dyn FnMut(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        self.0.recv_with(max, take)
     }
 }

@@ -6,7 +6,7 @@
 //! later than the previous call, and stops as soon as it has what was
 //! asked for; so under load no input is starved by the ones before it.
 
-use super::BurstReceiver;
+use super::burst::{BurstReceiver, Plain};
 
 /// Inputs polled round-robin (module doc).
 #[derive(Debug)]
@@ -47,6 +47,25 @@ impl<R> RoundRobin<R> {
         got
     }
 
+    /// Calls `f` on each input at most once, in rotation (starting one
+    /// input later than the previous call), until one returns non-zero;
+    /// returns that value (0 when none did).
+    #[inline]
+    pub fn first(&mut self, mut f: impl FnMut(&mut R) -> usize) -> usize {
+        let len = self.inputs.len();
+        let start = self.next;
+        self.next = if start + 1 >= len { 0 } else { start + 1 };
+        let mut i = start;
+        for _ in 0..len {
+            let got = f(&mut self.inputs[i]);
+            if got != 0 {
+                return got;
+            }
+            i = if i + 1 == len { 0 } else { i + 1 };
+        }
+        0
+    }
+
     /// Fills a prefix of `out` from the inputs; returns how many.
     #[inline]
     pub fn recv<T: Copy>(&mut self, out: &mut [T]) -> usize
@@ -74,18 +93,30 @@ impl<T: Copy, R: BurstReceiver<T>> BurstReceiver<T> for RoundRobin<R> {
     fn is_empty(&self) -> bool {
         self.inputs.iter().all(|r| r.is_empty())
     }
-}
 
-/// A boxed receiver is a receiver (the forwarder picks the backend at run
-/// time and polls `RoundRobin<Box<dyn BurstReceiver<_>>>`).
-impl<T: Copy, R: BurstReceiver<T> + ?Sized> BurstReceiver<T> for Box<R> {
+    /// Lends the run of the first input, in rotation, that has one (one
+    /// input later than the previous call, as [`take`](Self::take)).
     #[inline]
-    fn recv_burst(&mut self, out: &mut [T]) -> usize {
-        (**self).recv_burst(out)
-    }
-
-    fn is_empty(&self) -> bool {
-        (**self).is_empty()
+    fn recv_with(&mut self, max: usize, take: &mut dyn FnMut(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        let len = self.inputs.len();
+        let start = self.next;
+        self.next = if start + 1 >= len { 0 } else { start + 1 };
+        let mut i = start;
+        let mut lent = false;
+        for _ in 0..len {
+            let got = self.inputs[i].recv_with(max, &mut |items| {
+                lent = true;
+                take(items)
+            });
+            if lent {
+                return got;
+            }
+            i = if i + 1 == len { 0 } else { i + 1 };
+        }
+        0
     }
 }
 
@@ -109,6 +140,16 @@ mod tests {
         fn is_empty(&self) -> bool {
             self.n == 0
         }
+        fn recv_with(&mut self, max: usize, take: &mut dyn FnMut(&mut [u32]) -> usize) -> usize {
+            if self.n == 0 {
+                return 0;
+            }
+            let mut run = [self.v; 8];
+            let k = max.min(self.n).min(run.len());
+            let used = take(&mut run[..k]).min(k);
+            self.n -= used;
+            used
+        }
     }
 
     #[test]
@@ -126,5 +167,34 @@ mod tests {
         assert_eq!(rr.recv(&mut big), 0);
         let mut none: RoundRobin<Fixed> = RoundRobin::new(Vec::new());
         assert_eq!(none.recv(&mut out), 0);
+    }
+
+    #[test]
+    fn lends_one_run_of_the_first_input_that_has_one() {
+        let mut rr = RoundRobin::new(vec![
+            Fixed { v: 0, n: 0 },
+            Fixed { v: 1, n: 3 },
+            Fixed { v: 2, n: 20 },
+        ]);
+        let mut seen = Vec::new();
+        // Start at input 0 (empty): input 1 lends its 3; `take` consumes 2.
+        let got = rr.recv_with(16, &mut |items| {
+            seen.extend_from_slice(items);
+            2
+        });
+        assert_eq!((got, seen.as_slice()), (2, &[1, 1, 1][..]));
+        // Start at input 1: its last item; then input 2 (8 at most per run).
+        for (want, n) in [(1, 1), (2, 8)] {
+            seen.clear();
+            let got = rr.recv_with(16, &mut |items| {
+                seen.extend_from_slice(items);
+                items.len()
+            });
+            assert_eq!(got, n);
+            assert_eq!(seen, vec![want; n]);
+        }
+        // `take` is never called when nothing is waiting.
+        let mut empty = RoundRobin::new(vec![Fixed { v: 0, n: 0 }]);
+        assert_eq!(empty.recv_with(16, &mut |_| unreachable!()), 0);
     }
 }

@@ -1012,3 +1012,199 @@ fn probe_counts_items_in_the_queue() {
     drop((txs, rx));
     assert!(probe.is_empty());
 }
+
+// ---- in place (send_with / recv_with) --------------------------------------
+
+/// Sends `items` in place, as many runs as it takes; returns how many went.
+fn send_in_place(tx: &mut Producer<u64>, items: &[u64]) -> usize {
+    let mut done = 0;
+    while done < items.len() {
+        let rest = &items[done..];
+        let Some(n) = tx.send_with(rest.len(), |slots| {
+            let k = slots.len().min(rest.len());
+            slots[..k].copy_from_slice(&rest[..k]);
+            k
+        }) else {
+            break; // full
+        };
+        done += n;
+    }
+    done
+}
+
+#[test]
+fn in_place_round_trip_one_and_several_producers() {
+    for producers in [1, 2] {
+        let (mut txs, mut rx) = channel::<u64>(producers, 64, 8, mem()).unwrap();
+        let budget = txs[0].capacity();
+        let items: Vec<u64> = (0..budget as u64 + 5).collect();
+        // The budget is the limit: the rest is refused (None), not taken.
+        assert_eq!(send_in_place(&mut txs[0], &items), budget);
+        assert_eq!(txs[0].send_with(4, |_| unreachable!("no room")), None);
+        assert_eq!(
+            txs[0].send_with(0, |_| unreachable!("nothing asked")),
+            Some(0)
+        );
+        // Runs are one unit each (8), in order; a partly consumed run
+        // leaves the rest first in line, with what `take` wrote into it.
+        let mut got = Vec::new();
+        let n = rx.recv_with(usize::MAX, |run| {
+            assert_eq!(run.len(), 8);
+            got.extend_from_slice(&run[..3]);
+            run[3] = 1000;
+            3
+        });
+        assert_eq!(n, 3);
+        let n = rx.recv_with(2, |run| {
+            assert_eq!(run, &[1000, 4]);
+            got.extend_from_slice(run);
+            2
+        });
+        assert_eq!(n, 2);
+        got[3] = 3; // the value we wrote over item 3
+        while rx.recv_with(usize::MAX, |run| {
+            got.extend_from_slice(run);
+            run.len()
+        }) > 0
+        {}
+        assert_eq!(got, items[..budget]);
+        assert_eq!(rx.recv_with(8, |_| unreachable!("empty")), 0);
+        // Consumed items free the budget; `fill` writing nothing publishes
+        // nothing.
+        assert_eq!(txs[0].send_with(8, |_| 0), Some(0));
+        assert!(rx.is_empty());
+        assert_eq!(send_in_place(&mut txs[0], &items[..20]), 20);
+        assert_eq!(drain_all(&mut rx), items[..20]);
+        assert_eq!(txs[0].free_units(), all_back(&txs[0]));
+    }
+}
+
+#[test]
+fn in_place_consuming_nothing_keeps_the_run() {
+    let (mut txs, mut rx) = channel::<u64>(1, 16, 4, mem()).unwrap();
+    assert_eq!(send_in_place(&mut txs[0], &[7, 8, 9]), 3);
+    for _ in 0..3 {
+        assert_eq!(rx.recv_with(8, |run| run.len() - run.len()), 0);
+    }
+    assert_eq!(drain_all(&mut rx), vec![7, 8, 9]);
+}
+
+#[test]
+fn in_place_sharded_and_through_the_traits() {
+    let (txs, rx) = sharded::<u64>(3, 64, 4, mem()).unwrap();
+    let mut txs: Vec<Box<dyn BurstSender<u64>>> = txs
+        .into_iter()
+        .map(|t| Box::new(t) as Box<dyn BurstSender<u64>>)
+        .collect();
+    let mut rx: Box<dyn BurstReceiver<u64>> = Box::new(rx);
+    for (p, tx) in txs.iter_mut().enumerate() {
+        let sent = tx.send_with(4, &mut |slots| {
+            for (i, s) in slots.iter_mut().enumerate() {
+                *s = (p as u64) << 32 | i as u64;
+            }
+            slots.len()
+        });
+        assert_eq!(sent, Some(4));
+    }
+    // One run per call, each from one shard, shards in rotation.
+    let mut shards = Vec::new();
+    for _ in 0..3 {
+        let n = rx.recv_with(16, &mut |run| {
+            let p = run[0] >> 32;
+            assert!(run
+                .iter()
+                .enumerate()
+                .all(|(i, &x)| x == p << 32 | i as u64));
+            shards.push(p);
+            run.len()
+        });
+        assert_eq!(n, 4);
+    }
+    shards.sort_unstable();
+    assert_eq!(shards, vec![0, 1, 2]);
+    assert!(rx.is_empty());
+}
+
+/// Producers sending in place and a consumer taking runs in place, partly
+/// (as a transmitting PMD that takes a prefix), with real threads.
+fn stress_in_place(producers: usize, depth: usize, burst: usize, sharded_queues: bool) {
+    let per = per_producer() / 4;
+    let (txs, mut rx): (Vec<Producer<u64>>, Box<dyn BurstReceiver<u64>>) = if sharded_queues {
+        let (t, r) = sharded::<u64>(producers, depth, burst, mem()).unwrap();
+        (t, Box::new(r))
+    } else {
+        let (t, r) = channel::<u64>(producers, depth, burst, mem()).unwrap();
+        (t, Box::new(r))
+    };
+    let handles: Vec<_> = txs
+        .into_iter()
+        .enumerate()
+        .map(|(p, mut tx)| {
+            thread::spawn(move || {
+                let mut next = 0u32;
+                let mut dog = Watchdog::new();
+                while next < per {
+                    let want = ((next % 7) as usize + 1).min((per - next) as usize);
+                    let n = tx
+                        .send_with(want, |slots| {
+                            for (i, s) in slots.iter_mut().enumerate() {
+                                *s = ((p as u64) << 32) | (u64::from(next) + i as u64);
+                            }
+                            slots.len()
+                        })
+                        .unwrap_or(0);
+                    next += n as u32;
+                    dog.tick(n, "producer blocked: queue full forever");
+                }
+                tx
+            })
+        })
+        .collect();
+    let mut next = vec![0u64; producers];
+    let total = producers as u64 * u64::from(per);
+    let (mut got, mut calls) = (0u64, 0u64);
+    let mut dog = Watchdog::new();
+    while got < total {
+        calls += 1;
+        let n = rx.recv_with(burst * 2, &mut |run| {
+            // Consume a prefix: all, half or none of the run.
+            let k = match calls % 3 {
+                0 => run.len(),
+                1 => run.len().div_ceil(2),
+                _ => 0,
+            };
+            for &x in &run[..k] {
+                let p = (x >> 32) as usize;
+                assert_eq!(x & 0xffff_ffff, next[p], "producer {p} out of order");
+                next[p] += 1;
+            }
+            k
+        });
+        got += n as u64;
+        dog.tick(
+            n + usize::from(calls % 3 == 2),
+            "consumer starved: items lost",
+        );
+    }
+    for h in handles {
+        let tx = h.join().unwrap();
+        assert_eq!(tx.free_units(), all_back(&tx), "unit lost");
+    }
+    assert!(next.iter().all(|&c| c == u64::from(per)), "{next:?}");
+    assert!(rx.is_empty());
+}
+
+#[test]
+fn stress_in_place_one_producer() {
+    stress_in_place(1, 256, 32, false);
+}
+
+#[test]
+fn stress_in_place_several_producers_tiny_depth() {
+    stress_in_place(3, 16, 4, false);
+}
+
+#[test]
+fn stress_in_place_sharded() {
+    stress_in_place(3, 64, 8, true);
+}

@@ -123,6 +123,7 @@ impl<'a> Final<'a> {
         Report {
             backend: opts.backend.name(),
             topology: opts.topology.name(),
+            handoff: opts.handoff.name(),
             on_full: opts.on_full.name(),
             burst: opts.burst,
             depth: opts.depth,

@@ -108,7 +108,16 @@ pub struct LcoreCounters {
     /// TSC at the first RX poll and at RX stop (RX role), 0 when unset.
     pub rx_start_tsc: AtomicU64,
     pub rx_stop_tsc: AtomicU64,
+    /// The stages of this lcore that hand off in place (`--handoff
+    /// zero-copy` where the layout allows): [`IN_PLACE_RX`] and the others,
+    /// set once when the stages are built.
+    pub in_place: AtomicU64,
 }
+
+/// [`LcoreCounters::in_place`] bits.
+pub const IN_PLACE_RX: u64 = 1;
+pub const IN_PLACE_WORKER: u64 = 2;
+pub const IN_PLACE_TX: u64 = 4;
 
 impl LcoreCounters {
     #[inline]
@@ -397,6 +406,9 @@ pub struct LcoreReport {
     pub busy_ratio: f64,
     /// [`LcoreLoad::avg_burst`].
     pub avg_burst: f64,
+    /// The roles that hand off in place (`--handoff zero-copy`): "rx",
+    /// "worker", "tx".
+    pub in_place: Vec<&'static str>,
 }
 
 /// RX→TX latency percentiles in nanoseconds (`--latency`).
@@ -436,6 +448,8 @@ pub struct ClassReport {
 pub struct Report {
     pub backend: &'static str,
     pub topology: &'static str,
+    /// `--handoff`: "zero-copy" or "copy".
+    pub handoff: &'static str,
     pub on_full: &'static str,
     pub burst: u16,
     pub depth: u32,
@@ -491,6 +505,15 @@ pub fn lcore_report(lcore: u32, socket: u32, roles: Roles, c: &LcoreCounters) ->
         idle_polls: load.idle_polls,
         busy_ratio: load.busy_ratio(),
         avg_burst: load.avg_burst(),
+        in_place: [
+            (IN_PLACE_RX, "rx"),
+            (IN_PLACE_WORKER, "worker"),
+            (IN_PLACE_TX, "tx"),
+        ]
+        .iter()
+        .filter(|(bit, _)| get(&c.in_place) & bit != 0)
+        .map(|&(_, name)| name)
+        .collect(),
     }
 }
 
@@ -499,8 +522,8 @@ impl Report {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         s.push_str(&format!(
-            "tqfwd summary: backend {} topology {} burst {} depth {} on-full {}\n",
-            self.backend, self.topology, self.burst, self.depth, self.on_full
+            "tqfwd summary: backend {} topology {} burst {} depth {} on-full {} handoff {}\n",
+            self.backend, self.topology, self.burst, self.depth, self.on_full, self.handoff
         ));
         s.push_str(&format!(
             "  forwarded for {:.3} s: rx {} ({:.3} Mpps)  tx {} ({:.3} Mpps)\n",

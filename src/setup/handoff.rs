@@ -9,7 +9,7 @@
 //! Every queue's memory sits on the consumer's NUMA socket (TransferQueue
 //! units through `rte_zmalloc_socket`, rings through `rte_ring_create`).
 
-use crate::config::cli::{Backend, Topology};
+use crate::config::cli::{Backend, Handoff, Topology};
 use crate::dpdk::packet_queue;
 use crate::dpdk::{
     DpdkError, PacketInputs, PacketReceiver, PacketSender, QueueProbe, SocketMemory,
@@ -143,17 +143,35 @@ fn ring_error(e: DpdkError) -> HandoffError {
     }
 }
 
+/// What every queue of a link is.
+#[derive(Debug, Clone, Copy)]
+pub struct QueueSpec {
+    pub backend: Backend,
+    pub topology: Topology,
+    /// Zero-copy needs rings whose producer side can lend slots (HTS when
+    /// several producers share a ring).
+    pub handoff: Handoff,
+    /// Packets per queue (`--depth`).
+    pub depth: usize,
+    /// Packets per transfer unit (`--burst`).
+    pub burst: usize,
+}
+
 /// Builds the queues from `producers` producers to consumers on the given
 /// NUMA sockets.
 pub fn build_link(
     label: &'static str,
-    backend: Backend,
-    topology: Topology,
+    spec: QueueSpec,
     producers: usize,
     consumer_sockets: &[i32],
-    depth: usize,
-    burst: usize,
 ) -> Result<Link, HandoffError> {
+    let QueueSpec {
+        backend,
+        topology,
+        handoff,
+        depth,
+        burst,
+    } = spec;
     let consumers = consumer_sockets.len();
     let mut senders: Vec<Vec<Option<Sender>>> = (0..producers)
         .map(|_| (0..consumers).map(|_| None).collect())
@@ -223,6 +241,7 @@ pub fn build_link(
                     depth as u32,
                     socket,
                     senders.len(),
+                    handoff == Handoff::ZeroCopy,
                 )
                 .map_err(ring_error)?;
                 capacity += depth;

@@ -3,7 +3,7 @@
 //! what does: the largest `--depth` that fits (found by halving), or
 //! `--mbufs`.
 
-use super::handoff::{build_link, HandoffError, Links, OutOfMemory};
+use super::handoff::{build_link, HandoffError, Links, OutOfMemory, QueueSpec};
 use crate::config::cli::Options;
 use crate::config::{Machine, Plan, PlanError};
 use crate::dpdk::{DpdkError, Mempool};
@@ -109,24 +109,15 @@ fn allocate_depth(
 ) -> Result<(Links, Vec<Mempool>), PoolError> {
     let burst = opts.burst as usize;
     let sockets = |ls: &[u32]| ls.iter().map(|&l| m.lcore_socket(l)).collect::<Vec<_>>();
-    let rx = build_link(
-        "rw",
-        opts.backend,
-        opts.topology,
-        plan.rx_stages.len(),
-        &sockets(&plan.workers),
+    let spec = QueueSpec {
+        backend: opts.backend,
+        topology: opts.topology,
+        handoff: opts.handoff,
         depth,
         burst,
-    )?;
-    let tx = build_link(
-        "wt",
-        opts.backend,
-        opts.topology,
-        plan.workers.len(),
-        &sockets(&plan.layout.tx),
-        depth,
-        burst,
-    )?;
+    };
+    let rx = build_link("rw", spec, plan.rx_stages.len(), &sockets(&plan.workers))?;
+    let tx = build_link("wt", spec, plan.workers.len(), &sockets(&plan.layout.tx))?;
     let queued = rx.capacity + tx.capacity;
     let mut pools = Vec::new();
     for sizing in &plan.pools {

@@ -103,7 +103,7 @@ pub(crate) fn run_config(
             run_once(eal, &roles, txs, queue::RoundRobin::new(rxs), rp)
         }
         Contender::RingMpsc => {
-            let (txs, rx) = Ring::<u64>::mpsc("qbm", depth as u32, socket, producers)
+            let (txs, rx) = Ring::<u64>::mpsc("qbm", depth as u32, socket, producers, false)
                 .map_err(|e| e.to_string())?;
             run_once(eal, &roles, txs, rx, rp)
         }
