@@ -145,21 +145,34 @@ impl PacketInputs {
         let (mut kept, mut rejected) = (0, 0);
         let taken = self.0.first(|input| {
             input.0.recv_with(max, &mut |src: &mut [RawPacket]| {
+                // The frames may be cold: ask for all of them before
+                // touching the first (the word says where each starts).
+                for &raw in src.iter() {
+                    // SAFETY: a view of a lent packet, to prefetch its
+                    // frame; the slot keeps it.
+                    unsafe { Packet::from_raw(raw) }.prefetch_data();
+                }
                 let mut consumed = 0;
                 let sent = out.0.send_with(src.len(), &mut |dst: &mut [RawPacket]| {
                     consumed = dst.len().min(src.len());
+                    // Kept packets are gathered at the front of the input's
+                    // run, then copied out in one go: stores to `dst`, lines
+                    // the consumer read last, would each wait for their
+                    // line and hold up the frame writes queued behind them.
                     let mut j = 0;
-                    for &raw in &src[..consumed] {
+                    for i in 0..consumed {
                         // SAFETY: a packet the input lent us; it is consumed
-                        // (moved to `dst` or freed) and the input forgets it.
-                        let mut p = unsafe { Packet::from_raw(raw) };
+                        // (kept in slot j <= i, then moved to `dst`, or freed)
+                        // and the input forgets it.
+                        let mut p = unsafe { Packet::from_raw(src[i]) };
                         if each(&mut p) {
-                            dst[j] = p.into_raw();
+                            src[j] = p.into_raw();
                             j += 1;
                         } else {
                             free_packet(p);
                         }
                     }
+                    dst[..j].copy_from_slice(&src[..j]);
                     j
                 });
                 match sent {
