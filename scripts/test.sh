@@ -45,7 +45,7 @@ phase "build (release, testkit)" cargo test --release --features testkit --no-ru
 phase "cargo test" cargo test --release --features testkit
 phase "loom" scripts/loom.sh
 # The Debian package (built from the release build above, lintian,
-# installed, removed, purged) and the links of README.md and docs/.
+# installed, removed, purged) and the links of the Markdown docs.
 phase "package test" scripts/test-package.sh
 phase "link check" scripts/check-links.sh
 # The mixed-operations soak, short (docs/soak.md; the hour: --minutes 60).
