@@ -90,7 +90,8 @@
 //! }
 //! ```
 
-use super::{sys, DpdkError};
+use super::error::DpdkError;
+use super::sys;
 use std::ffi::CString;
 use std::ptr::NonNull;
 

@@ -11,9 +11,9 @@
 //! the queue returns each item once. A handle therefore has exactly one
 //! owner on either side of the queue.
 
+use super::error::DpdkError;
 use super::mbuf::{Burst, Packet, RawPacket};
 use super::ring::{Ring, RingProbe};
-use super::DpdkError;
 use crate::queue::{self, BurstReceiver, BurstSender, QueueError, RoundRobin, UnitMemory};
 use std::sync::Arc;
 

@@ -4,9 +4,10 @@
 //! adjustment, queue setup, start/stop/close, link, MAC, counters, and the
 //! RX/TX burst calls.
 
+use super::error::DpdkError;
 use super::mbuf::MbufBurst;
 use super::mempool::Mempool;
-use super::{sys, DpdkError};
+use super::sys;
 use std::ffi::CStr;
 
 /// What a device reports about itself (`rte_eth_dev_info_get`).

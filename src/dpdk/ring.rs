@@ -7,8 +7,9 @@
 //! calls, larger ones the `_elem` calls with that element size. Packet
 //! rings are built only through `packet_queue`, which wraps both ends.
 
+use super::error::DpdkError;
 use super::mbuf::RawPacket;
-use super::{sys, DpdkError};
+use super::sys;
 use crate::queue::{BurstReceiver, BurstSender};
 use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicU32, Ordering};
