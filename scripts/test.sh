@@ -2,7 +2,8 @@
 # The test command (README, .ci/run): installs what is missing, reserves
 # huge pages where the machine allows (tests fall back to --no-huge -m 512
 # otherwise), checks formatting and lints, builds, runs every test on
-# software PMDs, then the loom model checks of the TransferQueue.
+# software PMDs with the loom model checks of the TransferQueue and the
+# package test beside them, then the link check and a short soak.
 # At the end, also when a phase fails, it prints each phase's seconds.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,15 @@ phases=()
 current=""
 started=$SECONDS
 phase_start=$SECONDS
+loom_pid=""
+package_pid=""
 report() {
     local rc=$?
+    # A phase failed while the background jobs ran: the model checks are
+    # stopped (their process group), the package test, which cleans up
+    # after itself, is waited for.
+    [ -n "$loom_pid" ] && kill -- -"$loom_pid" 2>/dev/null
+    [ -n "$package_pid" ] && wait "$package_pid" 2>/dev/null
     [ -n "$current" ] && phases+=("$(printf '%5d s  %s (FAILED, exit %d)' $((SECONDS - phase_start)) "$current" "$rc")")
     echo "test.sh: phase times"
     printf '  %s\n' "${phases[@]}"
@@ -40,13 +48,33 @@ phase "clippy (lib, bins)" cargo clippy --lib --bins -- -D warnings
 # build` resolves dependency features without the dev-dependencies and
 # would make `cargo test` rebuild the crate graph).
 phase "build (release, testkit)" cargo test --release --features testkit --no-run
-# Forwarding tests start the tqfwd binary one at a time (they hold a lock);
-# the binaries' own unit tests run in parallel.
+# Beside the cargo tests, niced so that they take only the CPU the
+# forwarders leave (a forwarder busy-polls both lcores; a test's start, its
+# waits and the tests that start no forwarder leave gaps): the loom model
+# checks of the TransferQueue (their own build under --cfg loom) and the
+# Debian package's test (built from the release build above, lintian,
+# installed, removed, purged). Each writes its output to a log, printed
+# when it is waited for.
+mkdir -p target/test-logs
+setsid nice -n 19 scripts/loom.sh >target/test-logs/loom.log 2>&1 &
+loom_pid=$!
+nice -n 19 scripts/test-package.sh >target/test-logs/package.log 2>&1 &
+package_pid=$!
+# bg NAME PID LOG: waits for a job started above and prints its log.
+bg() {
+    local rc=0
+    wait "$2" || rc=$?
+    cat "$3"
+    [ "$1" = loom ] && loom_pid=""
+    [ "$1" = package ] && package_pid=""
+    return "$rc"
+}
+# The end-to-end tests (tests/suite.rs: one binary) start the tqfwd binary
+# one at a time (they hold a lock); the others run beside them.
 phase "cargo test" cargo test --release --features testkit
-phase "loom" scripts/loom.sh
-# The Debian package (built from the release build above, lintian,
-# installed, removed, purged) and the links of the Markdown docs.
-phase "package test" scripts/test-package.sh
+phase "loom (rest of it, after the cargo tests)" bg loom "$loom_pid" target/test-logs/loom.log
+phase "package test (rest of it)" bg package "$package_pid" target/test-logs/package.log
+# The links of the Markdown docs.
 phase "link check" scripts/check-links.sh
 # The mixed-operations soak, short (docs/soak.md; the hour: --minutes 60).
 phase "soak (60 s)" scripts/soak.sh --seconds 60
