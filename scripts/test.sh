@@ -8,6 +8,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+mkdir -p target/test-logs
 phases=()
 current=""
 started=$SECONDS
@@ -27,13 +28,26 @@ report() {
     printf '%5d s  total\n' $((SECONDS - started)) | sed 's/^/  /'
 }
 trap report EXIT
-# phase NAME CMD...: runs CMD and records its seconds under NAME.
+# CPU seconds (user + system) of the children waited for so far: a
+# phase's share does not depend on what else the machine runs.
+# (`times` runs in this shell, not in a pipeline's subshell, which would
+# have no children.)
+cpu_seconds() {
+    times >target/test-logs/times
+    awk 'NR == 2 {
+        split($1, u, /[ms]/); split($2, s, /[ms]/)
+        printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2]
+    }' target/test-logs/times
+}
+# phase NAME CMD...: runs CMD and records its seconds (wall, CPU) under NAME.
 phase() {
     current=$1
     phase_start=$SECONDS
+    local cpu_start
+    cpu_start=$(cpu_seconds)
     shift
     "$@"
-    phases+=("$(printf '%5d s  %s' $((SECONDS - phase_start)) "$current")")
+    phases+=("$(printf '%5d s  %s (CPU %d s)' $((SECONDS - phase_start)) "$current" $(($(cpu_seconds) - cpu_start)))")
     current=""
 }
 
@@ -55,9 +69,14 @@ phase "build (release, testkit)" cargo test --release --features testkit --no-ru
 # Debian package's test (built from the release build above, lintian,
 # installed, removed, purged). Each writes its output to a log, printed
 # when it is waited for.
-mkdir -p target/test-logs
-setsid nice -n 19 scripts/loom.sh >target/test-logs/loom.log 2>&1 &
+# (`set -m`: the model checks get a process group of their own, which the
+# EXIT trap can stop; not `setsid`, whose new session would be a scheduler
+# autogroup of its own, with a fair share against the forwarders whatever
+# its nice value.)
+set -m
+nice -n 19 scripts/loom.sh >target/test-logs/loom.log 2>&1 &
 loom_pid=$!
+set +m
 nice -n 19 scripts/test-package.sh >target/test-logs/package.log 2>&1 &
 package_pid=$!
 # bg NAME PID LOG: waits for a job started above and prints its log.
