@@ -28,12 +28,11 @@ report() {
     printf '%5d s  total\n' $((SECONDS - started)) | sed 's/^/  /'
 }
 trap report EXIT
-# CPU seconds (user + system) of the children waited for so far: a
-# phase's share does not depend on what else the machine runs.
-# (`times` runs in this shell, not in a pipeline's subshell, which would
-# have no children.)
+# CPU seconds (user + system) of the children waited for so far, from
+# `times`, which must run in this shell (in a pipeline or `$(...)` it would
+# report a subshell's children: none): a phase's CPU share does not depend
+# on what else the machine runs, its wall time does.
 cpu_seconds() {
-    times >target/test-logs/times
     awk 'NR == 2 {
         split($1, u, /[ms]/); split($2, s, /[ms]/)
         printf "%d", u[1] * 60 + u[2] + s[1] * 60 + s[2]
@@ -44,9 +43,11 @@ phase() {
     current=$1
     phase_start=$SECONDS
     local cpu_start
+    times >target/test-logs/times
     cpu_start=$(cpu_seconds)
     shift
     "$@"
+    times >target/test-logs/times
     phases+=("$(printf '%5d s  %s (CPU %d s)' $((SECONDS - phase_start)) "$current" $(($(cpu_seconds) - cpu_start)))")
     current=""
 }
