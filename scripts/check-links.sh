@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks every relative link in README.md and docs/*.md (or the Markdown
+# Checks every relative link in README.md, docs/*.md and the READMEs of
+# bench/, dpdk-config/ and tests/data/ (or the Markdown
 # files given): the file or directory it names exists, and a #fragment
 # names a heading of the target (GitHub's anchors: lower case, spaces to
 # '-', punctuation other than '-' and '_' dropped). Absolute URLs are not
@@ -55,7 +56,7 @@ if [ "$(check "$scratch/t.md" | wc -l)" != 2 ]; then
 fi
 
 files=("$@")
-[ ${#files[@]} -gt 0 ] || files=(README.md docs/*.md)
+[ ${#files[@]} -gt 0 ] || files=(README.md docs/*.md bench/README.md dpdk-config/README.md tests/data/README.md)
 if check "${files[@]}"; then
     echo "check-links: ${#files[@]} files, every relative link resolves"
 else

@@ -9,7 +9,7 @@
 # Needs a nightly toolchain and cargo-fuzz; installs them when missing.
 # New inputs go to fuzz/work/<target> (ignored by git); the committed seeds
 # in fuzz/corpus/<target> are only read (regenerate them with
-# `cargo test --release --test hostile write_fuzz_seed_corpus -- --ignored`).
+# `cargo test --release --features testkit --test suite hostile::write_fuzz_seed_corpus -- --ignored`).
 # A crash leaves fuzz/artifacts/<target>/crash-* and makes this script exit
 # 1. For a parse crash: fix the parser, then keep the input as
 # tests/data/<what>.<class>.bin (class = what parse must return:

@@ -5,9 +5,7 @@
 //! and no existing file emptied; files tqfwd creates are not
 //! world-writable even under `umask 0`.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;

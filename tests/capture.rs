@@ -4,9 +4,7 @@
 //! up loses copies (capture_dropped), never packets; bad values are usage
 //! errors; dpdk-dumpcap attaches and detaches without harm.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use pcap_file::pcapng::blocks::interface_description::InterfaceDescriptionOption;
 use pcap_file::pcapng::{Block, PcapNgReader};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};

@@ -2,9 +2,7 @@
 //! run, the command line replaces single keys; bad files are one-line usage
 //! errors naming key and file; `--completions` / `--man` need no EAL.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::Path;
 use std::time::Duration;
 

@@ -5,9 +5,7 @@
 //! checks hold), `/tqfwd/log_level,LEVEL` changes tqfwd's log level; log
 //! lines carry timestamps.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 
 /// One command's answer (the value under its name).

@@ -9,9 +9,7 @@
 //!   and every label their legends and groupings name must be on one of
 //!   the query's series, so the dashboard cannot drift from the exporter.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 use std::net::SocketAddr;

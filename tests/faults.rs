@@ -1,9 +1,7 @@
 //! Faults on software PMDs: mempool exhaustion (a pool far smaller than
 //! the queues), with every frame accounted for and no stall afterwards.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 use tqfwd::testkit::{gen, pcap};
 

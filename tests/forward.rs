@@ -1,9 +1,7 @@
 //! End-to-end forwarding through real packets: generated pcaps in through
 //! `net_pcap`, the full pipeline, `net_pcap` out, then every frame checked.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::HashMap;
 use std::time::Duration;
 use tqfwd::testkit::gen::{self, Flow};

@@ -17,9 +17,7 @@
 //!   `<what>.<class>.bin`; fuzz crashes go there once fixed, see
 //!   scripts/fuzz.sh) parse without panicking, to the recorded class.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -609,7 +607,7 @@ fn mutants_through_pipeline_ring() {
 /// Writes the committed seed corpora of the fuzz targets
 /// (`fuzz/corpus/parse`, `fuzz/corpus/pcap_reader`): the base frames, every
 /// 50th mutant, and a few small pcap files in each byte order / resolution.
-/// `cargo test --release --test hostile write_fuzz_seed_corpus -- --ignored`
+/// `cargo test --release --features testkit --test suite hostile::write_fuzz_seed_corpus -- --ignored`
 #[test]
 #[ignore = "writes fuzz/corpus; run by hand when the generators change"]
 fn write_fuzz_seed_corpus() {

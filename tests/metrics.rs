@@ -10,9 +10,7 @@
 //! the checks. Usage: an address in use or unparsable is exit 2 naming
 //! `--metrics`, before EAL starts.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use prometheus_parse::{Scrape, Value};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};

@@ -7,9 +7,7 @@
 //! all answered; and the run still ends with conservation and 0 mbufs in
 //! use.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{ErrorKind, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::{Duration, Instant};

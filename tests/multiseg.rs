@@ -4,9 +4,7 @@
 //! one worker and its order whatever the frame sizes, matched by `--class`,
 //! MACs rewritten, every byte after them kept, every segment freed.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::collections::HashMap;
 use std::time::Duration;
 use tqfwd::testkit::gen::{self, Flow};

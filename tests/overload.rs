@@ -4,9 +4,7 @@
 //! Throughput ratios live in bench/pipeline.sh; these tests check where
 //! packets go.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 use tqfwd::testkit::gen::{self, Flow};
 

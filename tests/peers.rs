@@ -16,9 +16,7 @@
 //! `dpdk-testpmd` or `ethtool`), the test says so on stderr with
 //! `*** SKIPPED … ***` (or fails with `TQFWD_REQUIRE_PEERS=1`).
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};

@@ -12,9 +12,7 @@
 //! most mid-traffic. A run stopped before forwarding reports zeros and
 //! must still exit 0 with the end checks holding.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::sync::mpsc;

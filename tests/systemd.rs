@@ -4,9 +4,7 @@
 //! last, when the quit is requested; the run ends with its checks holding.
 //! Without `NOTIFY_SOCKET` (every other test) nothing is sent.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::os::unix::net::UnixDatagram;
 use std::time::Duration;
 

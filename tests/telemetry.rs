@@ -2,9 +2,7 @@
 //! socket, read with DPDK's own `dpdk-telemetry.py`, and the figures agree
 //! with the final JSON.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::time::Duration;
 
 #[test]

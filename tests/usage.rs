@@ -1,9 +1,7 @@
 //! Bad input gets one clear line on stderr and exit code 2, never a panic;
 //! SIGINT mid-traffic exits 0 quickly with the end checks holding.
 
-mod common;
-
-use common::*;
+use crate::common::*;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 

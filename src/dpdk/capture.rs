@@ -8,9 +8,12 @@
 //! A copy that finds the pool empty or the ring full is not made (or freed
 //! at once) and reported as dropped; the original is never affected.
 
+use super::error::DpdkError;
+use super::mbuf::MbufPtr;
 use super::mbuf::RawMbuf;
+use super::mempool::Mempool;
 use super::ring::{Ring, RingItem, RingReceiver, RingSender};
-use super::{sys, DpdkError, MbufPtr, Mempool};
+use super::sys;
 use crate::queue::{BurstReceiver, BurstSender, MAX_BURST};
 use std::ptr::NonNull;
 use std::sync::Arc;

@@ -2,7 +2,8 @@
 //! lcore set and their NUMA sockets, launching one closure on every lcore
 //! (main included) and waiting for them, `rte_eal_cleanup` at the end.
 
-use super::{sys, DpdkError};
+use super::error::DpdkError;
+use super::sys;
 use std::ffi::{c_void, CString};
 use std::os::raw::{c_char, c_int};
 

@@ -5,7 +5,8 @@
 //! destroyed at shutdown. PMDs without flow support refuse at validation;
 //! the caller then uses software classification with the same semantics.
 
-use super::{sys, DpdkError};
+use super::error::{rte_errno, DpdkError};
+use super::sys;
 use crate::wire::flow::FlowMatch;
 use crate::wire::ipv4::{prefix_mask, protocol};
 use std::ffi::{c_void, CStr};
@@ -190,7 +191,7 @@ impl FlowRule {
         if flow.is_null() {
             return Err(Self::error_text(
                 &format!("rte_flow_create(port {port})"),
-                -super::rte_errno(),
+                -rte_errno(),
                 &err,
             ));
         }

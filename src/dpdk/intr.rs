@@ -17,7 +17,8 @@
 //! turn from the one thread). Dropping the hook unregisters the callback,
 //! waiting while it is running, then frees the closure.
 
-use super::{sys, DpdkError};
+use super::error::DpdkError;
+use super::sys;
 use std::ffi::c_void;
 use std::os::raw::c_int;
 

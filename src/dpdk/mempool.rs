@@ -1,7 +1,8 @@
 //! Packet-mbuf pools (`rte_pktmbuf_pool_create`), one per NUMA socket, and
 //! their in-use counts for the "0 mbufs in use" check at shutdown.
 
-use super::{sys, DpdkError};
+use super::error::DpdkError;
+use super::sys;
 use std::ffi::CString;
 
 /// An mbuf pool. Freed (`rte_mempool_free`) on drop: drop it only after the

@@ -11,6 +11,7 @@
 
 pub mod capture;
 pub mod eal;
+pub mod error;
 pub mod flow;
 pub mod intr;
 pub mod mbuf;
@@ -25,79 +26,15 @@ pub mod sys;
 pub mod telemetry;
 
 use std::ffi::CStr;
-use std::fmt;
 
 pub use eal::{Eal, Lcore};
+pub use error::{rte_errno, strerror, DpdkError};
 pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
 pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender, QueueProbe};
 pub use port::{LinkStatus, Port, PortInfo, PortStats};
 pub use ring::{Ring, RingReceiver, RingSender};
-
-/// A failed DPDK call: which call, with what return code, and DPDK's text.
-#[derive(Debug, Clone)]
-pub struct DpdkError {
-    pub call: String,
-    pub code: i32,
-    pub text: String,
-}
-
-impl DpdkError {
-    /// Builds an error from a negative return code (`-errno`) or, when the
-    /// code is not negative, from `rte_errno`.
-    pub fn from_ret(call: impl Into<String>, ret: i32) -> Self {
-        let code = if ret < 0 { -ret } else { rte_errno() };
-        DpdkError {
-            call: call.into(),
-            code,
-            text: strerror(code),
-        }
-    }
-
-    /// Builds an error from the current `rte_errno` (for calls that return
-    /// NULL or -1 and set `rte_errno`).
-    pub fn from_errno(call: impl Into<String>) -> Self {
-        let code = rte_errno();
-        DpdkError {
-            call: call.into(),
-            code,
-            text: strerror(code),
-        }
-    }
-}
-
-impl fmt::Display for DpdkError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{} failed: {} (errno {})",
-            self.call, self.text, self.code
-        )
-    }
-}
-
-impl std::error::Error for DpdkError {}
-
-/// The calling thread's `rte_errno`.
-pub fn rte_errno() -> i32 {
-    // SAFETY: reads a thread-local int through a C helper; no preconditions.
-    unsafe { sys::tqfwd_rte_errno() }
-}
-
-/// DPDK's text for an errno value (covers DPDK's own codes too).
-pub fn strerror(code: i32) -> String {
-    // SAFETY: rte_strerror returns a pointer to a static or thread-local
-    // NUL-terminated string valid until the next call on this thread; we copy
-    // it out immediately.
-    unsafe {
-        let p = sys::rte_strerror(code);
-        if p.is_null() {
-            return format!("error {code}");
-        }
-        CStr::from_ptr(p).to_string_lossy().into_owned()
-    }
-}
 
 /// TSC cycles since an arbitrary origin (the `rdtsc` instruction, inlined
 /// by DPDK; here an out-of-line call, fine per burst).

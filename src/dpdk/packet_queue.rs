@@ -21,10 +21,11 @@
 //! time (the queue, or the code the slot is lent to, which consumes a
 //! prefix and leaves the rest as valid packets).
 
+use super::error::DpdkError;
 use super::mbuf::{Burst, BurstItem, MbufPtr, Packet, RawMbuf, RawPacket};
 use super::port::Port;
 use super::ring::{Ring, RingProbe};
-use super::{sys, DpdkError};
+use super::sys;
 use crate::queue::{self, BurstReceiver, BurstSender, QueueError, RoundRobin, UnitMemory};
 use std::ptr::NonNull;
 use std::sync::Arc;

@@ -4,9 +4,10 @@
 //! adjustment, queue setup, start/stop/close, link, MAC, counters, and the
 //! RX/TX burst calls.
 
+use super::error::DpdkError;
 use super::mbuf::MbufBurst;
 use super::mempool::Mempool;
-use super::{sys, DpdkError};
+use super::sys;
 use std::ffi::CStr;
 
 /// What a device reports about itself (`rte_eth_dev_info_get`).
@@ -75,12 +76,6 @@ pub fn rx_offload_scatter() -> u64 {
 pub fn tx_offload_multi_segs() -> u64 {
     // SAFETY: reads a const defined in shim.c.
     unsafe { sys::tqfwd_tx_offload_multi_segs }
-}
-
-/// DPDK's value of RTE_MBUF_F_RX_RSS_HASH (for checking our constant).
-pub fn mbuf_f_rx_rss_hash() -> u64 {
-    // SAFETY: reads a const defined in shim.c.
-    unsafe { sys::tqfwd_mbuf_f_rx_rss_hash }
 }
 
 /// Handle to one ethdev port (a port id; the device lives in DPDK). The id

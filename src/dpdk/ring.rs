@@ -16,8 +16,9 @@
 //! its slots and its `send_with` always answers `None` (its users copy).
 //! Every ring's consumer is single, so every ring lends on the dequeue side.
 
+use super::error::DpdkError;
 use super::mbuf::RawPacket;
-use super::{sys, DpdkError};
+use super::sys;
 use crate::queue::{BurstReceiver, BurstSender, Plain, MAX_BURST};
 use std::ffi::{c_void, CString};
 use std::sync::atomic::{AtomicU32, Ordering};

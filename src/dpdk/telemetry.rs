@@ -7,7 +7,8 @@
 //! flattened into strings. Commands cannot be unregistered in DPDK, so a
 //! handler must answer sensibly after the run ended.
 
-use super::{sys, DpdkError};
+use super::error::DpdkError;
+use super::sys;
 use std::ffi::{CStr, CString};
 use std::os::raw::{c_char, c_int};
 use std::sync::{Arc, Mutex};

@@ -1,6 +1,7 @@
 //! Loom model checks of the TransferQueue protocol (`--cfg loom`).
 //!
-//! Run: `RUSTFLAGS="--cfg loom" cargo test --release --lib queue::loom`.
+//! Run: `scripts/loom.sh` (`RUSTFLAGS="--cfg loom" cargo test --profile loom
+//! --lib queue::loom`).
 //!
 //! What loom checks here: every interleaving (up to the preemption bound) of
 //! the publish CAS / detach swap / return store / producer reload, with loom's

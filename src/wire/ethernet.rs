@@ -4,7 +4,11 @@
 use core::fmt;
 use core::str::FromStr;
 
-use super::{be16, WireError, ETH_HDR_LEN};
+use super::error::WireError;
+use super::field::be16;
+
+/// Ethernet II header length (no VLAN tags, no FCS).
+pub const ETH_HDR_LEN: usize = 14;
 
 /// EtherType values the parser knows about.
 pub mod ethertype {

@@ -1,6 +1,8 @@
 //! IPv4 header view.
 
-use super::{be16, checksum, WireError};
+use super::checksum;
+use super::error::WireError;
+use super::field::be16;
 
 /// Minimum IPv4 header length (IHL = 5).
 pub const IPV4_MIN_HDR_LEN: usize = 20;

@@ -1,7 +1,8 @@
 //! IPv6 header view and bounded extension-header walk.
 
+use super::error::WireError;
+use super::field::be16;
 use super::ipv4::protocol;
-use super::{be16, WireError};
 
 /// Fixed IPv6 header length.
 pub const IPV6_HDR_LEN: usize = 40;

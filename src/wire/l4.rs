@@ -1,6 +1,7 @@
 //! UDP and TCP header views.
 
-use super::{be16, be32, WireError};
+use super::error::WireError;
+use super::field::{be16, be32};
 
 /// UDP header length.
 pub const UDP_HDR_LEN: usize = 8;

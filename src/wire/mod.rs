@@ -48,7 +48,9 @@
 //! * runts: 0.
 
 pub mod checksum;
+mod error;
 pub mod ethernet;
+mod field;
 pub mod flow;
 pub mod ipv4;
 pub mod ipv6;
@@ -56,36 +58,15 @@ pub mod l4;
 
 use core::fmt;
 
+pub use error::WireError;
 pub use ethernet::{
     ethertype, is_vlan_tpid, rewrite_macs, EthernetFrame, L2Header, MacAddr, MacParseError,
+    ETH_HDR_LEN,
 };
+use field::be32;
 pub use ipv4::{protocol, Ipv4Packet};
 pub use ipv6::{Ipv6Packet, Ipv6Upper};
 pub use l4::{TcpPacket, UdpPacket};
-
-/// Ethernet II header length (no VLAN tags, no FCS).
-pub const ETH_HDR_LEN: usize = 14;
-
-/// Why a view could not be built. Off the hot path (the classifier maps both
-/// to [`FrameClass::Malformed`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum WireError {
-    /// The slice ends before the header (or a length field) says it should.
-    Truncated,
-    /// A field holds an impossible value (version, IHL, length < minimum…).
-    Malformed,
-}
-
-impl fmt::Display for WireError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            WireError::Truncated => "truncated header",
-            WireError::Malformed => "malformed header",
-        })
-    }
-}
-
-impl std::error::Error for WireError {}
 
 /// Class of a frame, as decided by [`parse`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -195,18 +176,6 @@ impl FrameInfo {
         l4_offset: 0,
         flow_hash: 0,
     };
-}
-
-/// Big-endian u16 at `at`. Callers have validated `at + 2 <= b.len()`.
-#[inline]
-pub(crate) fn be16(b: &[u8], at: usize) -> u16 {
-    u16::from_be_bytes([b[at], b[at + 1]])
-}
-
-/// Big-endian u32 at `at`. Callers have validated `at + 4 <= b.len()`.
-#[inline]
-pub(crate) fn be32(b: &[u8], at: usize) -> u32 {
-    u32::from_be_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
 }
 
 // ---------------------------------------------------------------- flow hash

@@ -754,9 +754,9 @@ pub fn stop_live(p: &mut Proc) -> String {
     p.text()
 }
 
-/// Asks `cmd` through `dpdk-telemetry.py` every 300 ms until its answer
-/// (the value under the command's name) satisfies `ok`; panics naming
-/// `what` after 20 s or when the process exits first.
+/// Asks `cmd` through `dpdk-telemetry.py` at once, then every 300 ms,
+/// until its answer (the value under the command's name) satisfies `ok`;
+/// panics naming `what` after 20 s or when the process exits first.
 pub fn query_until(
     p: &mut Proc,
     prefix: &str,
@@ -766,17 +766,17 @@ pub fn query_until(
 ) -> serde_json::Value {
     let start = Instant::now();
     loop {
+        if let Some(v) = query(prefix, &[cmd]).first() {
+            if ok(&v[cmd]) {
+                return v[cmd].clone();
+            }
+        }
         assert!(
             start.elapsed() < Duration::from_secs(20) && p.exited().is_none(),
             "no telemetry answer to {cmd} with {what}\n{}",
             p.text()
         );
         std::thread::sleep(Duration::from_millis(300));
-        if let Some(v) = query(prefix, &[cmd]).first() {
-            if ok(&v[cmd]) {
-                return v[cmd].clone();
-            }
-        }
     }
 }
 
