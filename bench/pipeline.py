@@ -183,7 +183,8 @@ class Runner:
 
     def tqfwd_cmd(self, c: Cfg, seconds: float, json_path: str, stats_interval: float = 1) -> list[str]:
         lcores, role_args, _ = LAYOUTS[c.layout]
-        app = ["--backend", c.contender, "--topology", c.topology, "--burst", str(c.burst),
+        backend, handoff = ("ring", "copy") if c.contender == "ring-copy" else (c.contender, "zero-copy")
+        app = ["--backend", backend, "--handoff", handoff, "--topology", c.topology, "--burst", str(c.burst),
                "--depth", str(c.depth), "--on-full", c.on_full, "--worker-cycles", str(c.worker_cycles),
                "--duration", str(seconds), "--stats-interval", str(stats_interval),
                "--stats-json", json_path, *role_args]

@@ -3,6 +3,7 @@ overload and core-count figures, and the targets with their verdicts.
 
 Every verdict is MET, MISSED or n/a; a target that evaluated no
 configuration (its rows did not run or have no figure) is n/a, never MET.
+INFO marks a figure reported beside the targets, not judged.
 """
 
 from __future__ import annotations
@@ -168,6 +169,15 @@ def targets_cost(runs, summ) -> list[dict]:
         T.append({"name": name, "ratio": m, "pairs": len(xs), "verdict": v,
                   "detail": f"{m:.3f}, median of {len(xs)} paired ratios ({min(xs):.3f}-{max(xs):.3f})"
                   + ("" if enough else f"; fewer than {TQ_VS_RING_DEFAULT_PAIRS} pairs: use --rounds 4 or more")})
+    # Beside it, not a target: the ring as most DPDK applications use it
+    # (bursts copied in and out), and what zero-copy buys the ring.
+    for a, b in (("tq", "ring-copy"), ("ring", "ring-copy")):
+        xs = pair_ratios(runs, f"null/default/{a}", f"null/default/{b}")
+        if xs:
+            m = statistics.median(xs)
+            T.append({"name": f"{a} / {b} forwarded Mpps at the default point (reported, not a target)",
+                      "ratio": m, "pairs": len(xs), "verdict": "INFO",
+                      "detail": f"{m:.3f}, median of {len(xs)} paired ratios ({min(xs):.3f}-{max(xs):.3f})"})
     return T
 
 

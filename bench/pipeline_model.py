@@ -11,8 +11,12 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-CONTENDERS = ["tq", "ring", "testpmd-mac", "testpmd-io"]
-TQFWD = {"tq", "ring"}
+# tq and ring: tqfwd's two backends as it runs by default (--handoff
+# zero-copy: rte_ring through DPDK's zero-copy ring API); ring-copy: the
+# ring through per-stage bursts (rte_ring_enqueue_burst/dequeue_burst, as
+# most DPDK applications use it), at the points every contender runs.
+CONTENDERS = ["tq", "ring", "ring-copy", "testpmd-mac", "testpmd-io"]
+TQFWD = {"tq", "ring", "ring-copy"}
 LATENCY_SAMPLE = 16
 # Cores for line rate: 64-byte line rates of 10/25/40/100 GbE, Mpps.
 LINE_RATES = ((14.88, "10 GbE"), (37.2, "25 GbE"), (59.52, "40 GbE"), (148.8, "100 GbE"))

@@ -25,7 +25,8 @@ import sys
 from pipeline_model import CONTENDERS, LATENCY_SAMPLE, Cfg, us
 
 
-COLORS = {"tq": "#1f77b4", "ring": "#ff7f0e", "testpmd-mac": "#2ca02c", "testpmd-io": "#7f7f7f"}
+COLORS = {"tq": "#1f77b4", "ring": "#ff7f0e", "ring-copy": "#d62728", "testpmd-mac": "#2ca02c",
+          "testpmd-io": "#7f7f7f"}
 
 
 def esc(s):
@@ -118,7 +119,7 @@ def svg_chart(meta, cfgs, summ) -> str:
     # legend
     lx = 70
     for c in CONTENDERS:
-        o.append(f'<rect x="{lx}" y="{H - 48}" width="12" height="12" fill="{COLORS[c]}"/>')
+        o.append(f'<rect x="{lx}" y="{H - 48}" width="12" height="12" fill="{COLORS.get(c, "#999")}"/>')
         o.append(f'<text x="{lx + 16}" y="{H - 38}" font-size="12">{c}</text>')
         lx += 120
     o.append(f'<text x="70" y="{H - 14}" font-size="11" fill="#555">{esc(meta["stamp"])}: {meta["rounds"]} rounds × '
