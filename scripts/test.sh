@@ -66,7 +66,8 @@ phase "build (release, testkit)" cargo test --release --features testkit --no-ru
 # Beside the cargo tests, niced so that they take only the CPU the
 # forwarders leave (a forwarder busy-polls both lcores; a test's start, its
 # waits and the tests that start no forwarder leave gaps): the loom model
-# checks of the TransferQueue (their own build under --cfg loom) and the
+# checks of the TransferQueue (src/queue/ alone, crates/queue-loom, built
+# under --cfg loom: about 40 CPU-seconds) and the
 # Debian package's test (built from the release build above, lintian,
 # installed, removed, purged). Each writes its output to a log, printed
 # when it is waited for.

@@ -15,7 +15,10 @@ pub mod clock;
 pub mod control;
 pub mod lifecycle;
 pub mod rate;
+pub mod rx;
 pub mod stages;
+pub mod tx;
+pub mod worker;
 
 use crate::config::cli::{Handoff, Options};
 use crate::config::{Lcore, Plan, MAX_PORTS};
@@ -30,10 +33,12 @@ use crate::report::stats::LcoreCounters;
 use crate::report::telemetry::Live;
 use crate::setup::{Links, Resources};
 use lifecycle::{PortGates, PortMonitor};
-use stages::{PortMap, RxQueue, RxStage, TxStage, WorkerStage};
+use rx::{RxQueue, RxStage};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+use tx::TxStage;
+use worker::{PortMap, WorkerStage};
 
 /// Progress of the shutdown, shared by all lcores.
 struct Phase {

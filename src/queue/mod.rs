@@ -238,12 +238,13 @@
 //!   more after `k` received, split over producers; reuse touching only the
 //!   warm units (arena headers never written stay zero). Counts are reduced
 //!   under `cfg(miri)`.
-//! * `queue::loom` (`RUSTFLAGS="--cfg loom" cargo test --release --lib
-//!   queue::loom`): 2 producers + 1 consumer (the list head), and with one
-//!   producer (the Release link): unit return and reuse, full queue,
-//!   one-item sends full by budget with LIFO reuse, items counted back
-//!   before their unit (a budget of one), drain at shutdown, sharded;
-//!   preemption bound 3
+//! * `queue::loom` (`scripts/loom.sh`: this module built as a crate of its
+//!   own, `crates/queue-loom`, under `--cfg loom`): 2 producers + 1
+//!   consumer (the list head), and with one producer (the Release link):
+//!   unit return and reuse, full queue, one-item sends full by budget with
+//!   LIFO reuse, items counted back before their unit (a budget of one),
+//!   drain at shutdown, sharded, in place (`send_with`/`recv_with`, one and
+//!   two producers, prefixes consumed); preemption bound 3
 //!   (`LOOM_MAX_PREEMPTIONS` overrides). Loom checks unit contents through one
 //!   `loom::cell::UnsafeCell` per unit (`sync::Track`), the atomics with its
 //!   C11 model, the FIFO self-check and `Arc` leaks. Under loom `push` starts

@@ -1,0 +1,380 @@
+//! The RX stage: polls its RX queues and hands each packet to its flow's
+//! worker, in place (`--handoff zero-copy`) where they all go to one.
+
+use super::capture::Taps;
+use super::lifecycle::PortGates;
+use super::rate::{FullPolicy, Hold, TokenBucket};
+use super::stages::{flush_buckets, reduce};
+use crate::config::class::WorkerRange;
+use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
+use crate::report::stats::{
+    bump, DropReason, LcoreCounters, IN_PLACE_RX, MAX_APP_CLASSES, MAX_PORTS,
+};
+use crate::setup::handoff::Sender;
+use crate::wire;
+use crate::wire::flow::{flow_key, FlowMatch};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// One RX queue an RX stage polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RxQueue {
+    pub port: Port,
+    pub queue: u16,
+    /// 0: a normal queue; k: class k's dedicated (rte_flow) queue.
+    pub class: u8,
+}
+
+/// Polls one RX queue on every port and spreads packets over the workers by
+/// flow (RSS hash when the NIC gave one, else a 5-tuple hash), so a flow
+/// always takes one worker and keeps its order.
+pub struct RxStage {
+    queues: Vec<RxQueue>,
+    /// Application classes (`--class`), in order; empty = no classes.
+    classes: Vec<FlowMatch>,
+    /// Worker index range per class, index 0 = default.
+    class_workers: Vec<WorkerRange>,
+    /// Class of each worker bucket.
+    bucket_class: Vec<u8>,
+    senders: Vec<Sender>,
+    buckets: Vec<Burst<Packet>>,
+    /// Hold state per worker bucket (`--on-full drop`).
+    holds: Vec<Hold>,
+    rx: MbufBurst,
+    burst: usize,
+    policy: FullPolicy,
+    /// `--rx-rate`: packets per second taken from the ports.
+    rate: Option<TokenBucket>,
+    n_workers: u32,
+    counters: Arc<LcoreCounters>,
+    /// `--latency`: the RX-timestamp field, 1-in-N sampling, and the count
+    /// since the last sampled packet.
+    stamp: Option<(U64Field, u32)>,
+    since_sample: u32,
+    first_queue: usize,
+    /// Which ports may be polled now (port lifecycle).
+    gates: Arc<PortGates>,
+    /// `--capture`: the taps of the captured ports (None: capture off or
+    /// done).
+    capture: Option<Box<Taps>>,
+    /// `--handoff zero-copy` with one worker and no `--class`: each queue's
+    /// frames are received straight into the worker queue's slots.
+    zero_copy: bool,
+    started: bool,
+    pub done: bool,
+}
+
+impl RxStage {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        queues: Vec<RxQueue>,
+        senders: Vec<Sender>,
+        burst: usize,
+        policy: FullPolicy,
+        rate: Option<TokenBucket>,
+        stamp: Option<(U64Field, u32)>,
+        classes: Vec<FlowMatch>,
+        class_workers: Vec<WorkerRange>,
+        gates: Arc<PortGates>,
+        counters: Arc<LcoreCounters>,
+    ) -> Self {
+        let n_workers = senders.len() as u32;
+        let mut bucket_class = vec![0u8; senders.len()];
+        for (k, r) in class_workers.iter().enumerate() {
+            for w in r.start..r.start + r.count {
+                if let Some(b) = bucket_class.get_mut(w as usize) {
+                    *b = k as u8;
+                }
+            }
+        }
+        RxStage {
+            classes,
+            class_workers,
+            bucket_class,
+            stamp,
+            since_sample: 0,
+            first_queue: 0,
+            gates,
+            queues,
+            buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
+            holds: vec![Hold::default(); senders.len()],
+            senders,
+            rx: MbufBurst::new(),
+            burst,
+            policy,
+            rate,
+            n_workers,
+            counters,
+            capture: None,
+            zero_copy: false,
+            started: false,
+            done: false,
+        }
+    }
+
+    /// Receives in place (`--handoff zero-copy`) where every packet goes to
+    /// one worker: one sender and no classes. While `--capture` copies
+    /// frames, the stage receives through its burst (the taps read it).
+    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
+        self.zero_copy = zero_copy && self.senders.len() == 1 && self.classes.is_empty();
+        if self.zero_copy {
+            self.counters.in_place.fetch_or(IN_PLACE_RX, Relaxed);
+        }
+        self
+    }
+
+    /// Zero-copy RX of one queue (see `packet_queue::PacketSender::receive_from`):
+    /// `None` when the worker's queue has no room (nothing received).
+    #[inline]
+    fn receive_in_place(
+        &mut self,
+        port: Port,
+        queue: u16,
+        max: usize,
+        now: &mut u64,
+    ) -> Option<usize> {
+        let stamp = self.stamp;
+        let since_sample = &mut self.since_sample;
+        self.senders[0].receive_from(port, queue, max, |m| {
+            let Some((field, sample)) = stamp else {
+                return false;
+            };
+            // Only samples carry a stamp.
+            *since_sample += 1;
+            if *since_sample < sample {
+                return false;
+            }
+            *since_sample = 0;
+            if *now == 0 {
+                *now = dpdk::rdtsc_inline();
+            }
+            m.set_field(field, *now);
+            true
+        })
+    }
+
+    /// Copies the first frames of some ports for `--capture`.
+    pub fn with_capture(mut self, capture: Option<Box<Taps>>) -> Self {
+        self.capture = capture;
+        self
+    }
+
+    /// Hands the buckets to the workers ([`flush_buckets`]); false when
+    /// something stayed behind.
+    #[inline]
+    fn flush(&mut self) -> bool {
+        flush_buckets(
+            &mut self.buckets,
+            &mut self.senders,
+            &mut self.holds,
+            self.policy,
+            &self.counters,
+            DropReason::RxHandoffFull,
+            &self.bucket_class,
+        )
+    }
+
+    /// Moves the received burst into the worker buckets: each mbuf becomes
+    /// a [`Packet`] (header facts read once, while hot; 1-in-N stamped with
+    /// `now` under `--latency`) and goes to its flow's worker (of its
+    /// class, with `--class`). `dedicated`: the class whose rte_flow queue
+    /// the burst came from (0: a normal queue).
+    #[inline(always)]
+    fn spread(&mut self, dedicated: u8, now: u64) {
+        // The header is hot here: read what later stages need into the
+        // Packet once (they never touch the header), stamp samples.
+        let stamp = self.stamp;
+        let mut since_sample = self.since_sample;
+        // Headers of a frame whose first segment is too short to hold
+        // them are copied here (see Packet::head).
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        let mut to_packet = |mut m: dpdk::MbufPtr| {
+            let mut sampled = false;
+            if let Some((field, sample)) = stamp {
+                // Only samples carry a stamp.
+                since_sample += 1;
+                if since_sample >= sample {
+                    since_sample = 0;
+                    m.set_field(field, now);
+                    sampled = true;
+                }
+            }
+            let mut p = Packet::from_rx(m);
+            if sampled {
+                p.set_sampled();
+            }
+            p
+        };
+        // Packets a bucket could not take (never, while the room check
+        // above holds): freed by push_or_free, counted here.
+        let mut lost = 0u64;
+        if !self.classes.is_empty() {
+            // Software classification (also on dedicated queues: a rule
+            // steers, the classifier decides).
+            let mut per_class = [0u64; MAX_APP_CLASSES + 1];
+            self.rx.move_each(|m| {
+                let p = to_packet(m);
+                let (head, frame_len) = p.head(&mut scratch);
+                let info = wire::parse_head(head, frame_len);
+                let key = flow_key(head, &info);
+                let class = self
+                    .classes
+                    .iter()
+                    .position(|c| c.matches(&key))
+                    .map_or(0, |k| k + 1);
+                per_class[class] += 1;
+                let hash = p.rss_hash().unwrap_or(info.flow_hash);
+                let r = self.class_workers[class];
+                let bucket = &mut self.buckets[r.start as usize + reduce(hash, r.count)];
+                lost += u64::from(!bucket.push_or_free(p));
+            });
+            for (k, &c) in per_class.iter().enumerate() {
+                if c != 0 {
+                    bump(&self.counters.class_rx[k], c);
+                    if dedicated != 0 {
+                        bump(&self.counters.class_rx_dedicated[k], c);
+                    }
+                }
+            }
+        } else if self.n_workers == 1 {
+            let bucket = &mut self.buckets[0];
+            self.rx
+                .move_each(|m| lost += u64::from(!bucket.push_or_free(to_packet(m))));
+        } else {
+            self.rx.move_each(|m| {
+                let p = to_packet(m);
+                let hash = match p.rss_hash() {
+                    Some(h) => h,
+                    None => {
+                        let (head, frame_len) = p.head(&mut scratch);
+                        wire::parse_head(head, frame_len).flow_hash
+                    }
+                };
+                let bucket = &mut self.buckets[reduce(hash, self.n_workers)];
+                lost += u64::from(!bucket.push_or_free(p));
+            });
+        }
+        if lost != 0 {
+            self.counters.count_drop(DropReason::RxHandoffFull, lost);
+        }
+        self.since_sample = since_sample;
+    }
+
+    /// One pass over the ports; returns how many packets it received.
+    /// `stop`: RX must stop; pending packets are still handed on (or, with
+    /// `drop`, already were).
+    #[inline]
+    pub fn poll(&mut self, stop: bool) -> usize {
+        if !self.started {
+            self.started = true;
+            self.counters
+                .rx_start_tsc
+                .store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
+        }
+        // Nothing is received while a bucket is held back: the excess
+        // stays in the NIC's RX ring (both on-full modes; see `Hold`).
+        if !self.flush() {
+            return 0;
+        }
+        if stop {
+            self.counters
+                .rx_stop_tsc
+                .store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
+            self.done = true;
+            return 0;
+        }
+        let mut total = 0;
+        let mut rx_now = 0u64;
+        // `--rx-rate`: what this pass may take in all.
+        let mut allowance = usize::MAX;
+        if let Some(rate) = self.rate.as_mut() {
+            rx_now = dpdk::rdtsc_inline();
+            allowance = rate.allowance(rx_now);
+            if allowance == 0 {
+                return 0;
+            }
+        }
+        // Start at a different port each poll: under back-pressure the poll
+        // ends early, and a fixed start would starve the later ports.
+        let nq = self.queues.len();
+        // Ports closed by the lifecycle are skipped (one load per pass).
+        let blocked = self.gates.blocked();
+        self.first_queue = if self.first_queue + 1 >= nq {
+            0
+        } else {
+            self.first_queue + 1
+        };
+        for k in 0..nq {
+            let i = if self.first_queue + k >= nq {
+                self.first_queue + k - nq
+            } else {
+                self.first_queue + k
+            };
+            let RxQueue { port, queue, class } = self.queues[i];
+            // The buckets are handed on once per pass (one queue operation
+            // for all ports' packets), unless one could overflow first.
+            if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
+                break;
+            }
+            if blocked.has(port.id()) {
+                continue;
+            }
+            // In place: received straight into the worker's queue. Its
+            // queue full, the frames stay in the NIC, unless a stalled
+            // worker's are to be dropped: then the burst path receives them
+            // and its Hold decides.
+            let in_place = if self.zero_copy && self.capture.is_none() {
+                match self.receive_in_place(port, queue, self.burst.min(allowance), &mut rx_now) {
+                    None if self.policy.wait => break,
+                    got => got,
+                }
+            } else {
+                None
+            };
+            let n = match in_place {
+                Some(n) => {
+                    self.holds[0].took();
+                    n
+                }
+                None => port.rx_burst(queue, &mut self.rx, self.burst.min(allowance)),
+            };
+            if n == 0 {
+                continue;
+            }
+            total += n;
+            allowance -= n;
+            bump(
+                &self.counters.rx_port_packets[port.id() as usize % MAX_PORTS],
+                n as u64,
+            );
+            if in_place.is_some() {
+                if allowance == 0 {
+                    break;
+                }
+                continue;
+            }
+            // `--capture`: copies of the first frames (one branch when off).
+            if let Some(taps) = self.capture.as_deref_mut() {
+                if !taps.tap(port.id(), self.rx.as_slice(), &mut rx_now) {
+                    self.capture = None;
+                }
+            }
+            // One TSC read per pass over the queues (not per queue): rdtsc
+            // is not cheap in a VM, and a pass takes well under a µs.
+            if self.stamp.is_some() && rx_now == 0 {
+                rx_now = dpdk::rdtsc_inline();
+            }
+            self.spread(class, rx_now);
+            if allowance == 0 {
+                break;
+            }
+        }
+        if let Some(rate) = self.rate.as_mut() {
+            rate.spend(total);
+        }
+        // What does not fit stays in the buckets: the next poll tries again
+        // before receiving more.
+        self.flush();
+        total
+    }
+}

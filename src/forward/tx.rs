@@ -1,0 +1,339 @@
+//! The TX stage: takes packets from the workers and transmits them on its
+//! TX queue of their output port, from its input queues' slots
+//! (`--handoff zero-copy`) or through per-port bursts.
+
+use super::lifecycle::PortGates;
+use super::rate::{FullPolicy, Hold};
+use super::stages::{receive, TX_RETRIES, TX_STALL_GIVE_UP_S};
+use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
+use crate::report::latency::{Histogram, HistogramSlot};
+use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_TX, MAX_PORTS};
+use crate::setup::handoff::InputSet;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// Takes packets from the workers, groups them by output port and
+/// transmits on this lcore's TX queue of that port, retrying a partial
+/// burst a bounded number of times per poll; what a port still refuses is
+/// held (no input taken meanwhile) as [`Hold`] says, then freed and
+/// counted as `tx_full`.
+pub struct TxStage {
+    /// Which ports may be polled now (port lifecycle); a closed port
+    /// refuses like a full one.
+    gates: Arc<PortGates>,
+    inputs: InputSet,
+    inbuf: Burst<Packet>,
+    /// Indexed by port id: (port, this lcore's TX queue on it).
+    ports: Vec<(Port, u16)>,
+    buckets: Vec<MbufBurst>,
+    out_port: [u16; MAX_PORTS],
+    burst: usize,
+    counters: Arc<LcoreCounters>,
+    /// `--latency`: RX-timestamp field and this lcore's histogram (cycles).
+    latency: Option<(U64Field, Box<Histogram>)>,
+    /// `--latency` with `--metrics`: where the histogram is copied for
+    /// `/metrics`, when it last was (TSC), and how often (cycles).
+    latency_slot: Option<(Arc<HistogramSlot>, u64, u64)>,
+    policy: FullPolicy,
+    /// Hold state per port.
+    holds: Vec<Hold>,
+    /// Buckets hold packets a port refused.
+    pending: bool,
+    /// During shutdown: when to give up on a stalled port, and how many
+    /// stop signals had arrived then (one more gives up at once).
+    give_up_at: Option<(u64, u32)>,
+    /// `--handoff zero-copy`: transmits straight from the input queues'
+    /// slots; a port's refusal leaves the packets there.
+    zero_copy: bool,
+    pub done: bool,
+}
+
+impl TxStage {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        inputs: InputSet,
+        ports: Vec<(Port, u16)>,
+        out_port: [u16; MAX_PORTS],
+        burst: usize,
+        latency: Option<U64Field>,
+        policy: FullPolicy,
+        gates: Arc<PortGates>,
+        counters: Arc<LcoreCounters>,
+    ) -> Self {
+        TxStage {
+            gates,
+            policy,
+            holds: vec![Hold::default(); ports.len()],
+            pending: false,
+            give_up_at: None,
+            zero_copy: false,
+            latency: latency.map(|f| (f, Histogram::boxed())),
+            latency_slot: None,
+            inputs,
+            inbuf: Burst::new(),
+            buckets: (0..ports.len()).map(|_| MbufBurst::new()).collect(),
+            ports,
+            out_port,
+            burst,
+            counters,
+            done: false,
+        }
+    }
+
+    /// Transmits in place (`--handoff zero-copy`).
+    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
+        self.zero_copy = zero_copy;
+        if self.zero_copy {
+            self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
+        }
+        self
+    }
+
+    /// Copies the latency histogram into `slot` every `period` TSC cycles
+    /// at most ([`publish_latency`](Self::publish_latency)).
+    pub fn with_latency_slot(mut self, slot: Option<Arc<HistogramSlot>>, period: u64) -> Self {
+        self.latency_slot = slot.map(|s| (s, 0, period));
+        self
+    }
+
+    /// Publishes the latency histogram to its slot when the period has
+    /// passed and no reader holds the slot; called by the lcore's loop
+    /// once per loop-clock window, so never on the per-packet path.
+    pub fn publish_latency(&mut self, tsc: impl FnOnce() -> u64) {
+        let (Some((slot, last, period)), Some((_, hist))) =
+            (self.latency_slot.as_mut(), self.latency.as_ref())
+        else {
+            return;
+        };
+        let now = tsc();
+        if now.wrapping_sub(*last) >= *period && slot.publish(hist) {
+            *last = now;
+        }
+    }
+
+    /// The latency histogram (cycles), once the stage is done.
+    pub fn take_histogram(&mut self) -> Option<Box<Histogram>> {
+        self.latency.take().map(|(_, h)| h)
+    }
+
+    /// Transmits every bucket with bounded retries. What a port still
+    /// refuses is kept for the next poll (back-pressure) or, when its
+    /// [`Hold`] says so, freed and counted as `tx_full`; at shutdown a held
+    /// bucket gets [`TX_STALL_GIVE_UP_S`] more. Returns true when all
+    /// buckets are empty.
+    #[inline]
+    fn transmit(&mut self) -> bool {
+        let mut all_sent = true;
+        // A closed port refuses like a full one (port lifecycle).
+        let blocked = self.gates.blocked();
+        for (p, (bucket, hold)) in self
+            .buckets
+            .iter_mut()
+            .zip(self.holds.iter_mut())
+            .enumerate()
+        {
+            if bucket.is_empty() {
+                continue;
+            }
+            let (port, queue) = self.ports[p];
+            let open = !blocked.has(port.id());
+            let mut tries = 0;
+            loop {
+                if open {
+                    let sent = port.tx_burst(queue, bucket);
+                    if sent != 0 {
+                        bump(&self.counters.tx_port_packets[p], sent as u64);
+                        hold.took();
+                    }
+                    if bucket.is_empty() {
+                        break;
+                    }
+                    tries += 1;
+                }
+                if !open || tries >= TX_RETRIES {
+                    if hold.refused(self.policy, dpdk::rdtsc_inline) {
+                        self.counters
+                            .count_drop(DropReason::TxFull, bucket.len() as u64);
+                        bucket.free_all();
+                    } else {
+                        all_sent = false;
+                    }
+                    break;
+                }
+                dpdk::pause();
+            }
+        }
+        all_sent
+    }
+
+    /// Packets taken per poll at most.
+    #[inline]
+    pub fn burst(&self) -> usize {
+        self.burst
+    }
+
+    /// Frees and counts (`tx_full`) whatever the ports would not take.
+    fn drop_pending(&mut self) {
+        for bucket in self.buckets.iter_mut() {
+            if !bucket.is_empty() {
+                self.counters
+                    .count_drop(DropReason::TxFull, bucket.len() as u64);
+                bucket.free_all();
+            }
+        }
+        self.pending = false;
+    }
+
+    /// During shutdown with a port refusing: true once the port has had
+    /// [`TX_STALL_GIVE_UP_S`] (or another stop signal came): what it
+    /// refuses is freed then.
+    fn give_up(&mut self) -> bool {
+        if !crate::dpdk::signal::quit_requested() {
+            return false;
+        }
+        let now = dpdk::rdtsc();
+        let signals = crate::dpdk::signal::stop_signals();
+        let (deadline, seen) = *self.give_up_at.get_or_insert((
+            now + (dpdk::tsc_hz() as f64 * TX_STALL_GIVE_UP_S) as u64,
+            signals,
+        ));
+        now >= deadline || signals > seen
+    }
+
+    /// The zero-copy round: up to a burst, run by run, transmitted from
+    /// the input queues' slots (`PacketInputs::transmit`), each run on its
+    /// output port with bounded retries; what a port refuses stays in the
+    /// queue (no more input this round) unless its [`Hold`] says to drop it.
+    #[inline]
+    fn poll_in_place(&mut self, upstream_done: bool) -> usize {
+        let give_up = self.pending && self.give_up();
+        let blocked = self.gates.blocked();
+        let now = if self.latency.is_some() {
+            dpdk::rdtsc_inline()
+        } else {
+            0
+        };
+        let (mut total, mut refused) = (0, false);
+        let Self {
+            inputs,
+            ports,
+            out_port,
+            holds,
+            counters,
+            latency,
+            policy,
+            burst,
+            ..
+        } = self;
+        while total < *burst && !refused {
+            let taken = inputs.transmit(
+                *burst - total,
+                |p| {
+                    if let Some((field, hist)) = latency.as_mut() {
+                        if p.is_sampled() {
+                            hist.record(now.wrapping_sub(p.field(*field)));
+                        }
+                    }
+                },
+                |in_port, run| {
+                    let out = out_port[in_port as usize % MAX_PORTS] as usize;
+                    let (port, queue) = ports[out];
+                    let hold = &mut holds[out];
+                    let open = !blocked.has(port.id());
+                    let mut tries = 0;
+                    loop {
+                        if open {
+                            let sent = run.tx_burst(port, queue);
+                            if sent != 0 {
+                                bump(&counters.tx_port_packets[out], sent as u64);
+                                hold.took();
+                            }
+                            if run.is_empty() {
+                                break;
+                            }
+                            tries += 1;
+                        }
+                        if !open || tries >= TX_RETRIES {
+                            if give_up || hold.refused(*policy, dpdk::rdtsc_inline) {
+                                counters.count_drop(DropReason::TxFull, run.len() as u64);
+                                run.free_rest();
+                            } else {
+                                refused = true;
+                            }
+                            break;
+                        }
+                        dpdk::pause();
+                    }
+                },
+            );
+            if taken == 0 {
+                break;
+            }
+            total += taken;
+        }
+        self.pending = refused;
+        if total == 0 {
+            if !refused && upstream_done && self.inputs.is_empty() {
+                self.done = true;
+            }
+            return 0;
+        }
+        bump(&self.counters.tx_in_packets, total as u64);
+        total
+    }
+
+    /// One receive/transmit round; returns how many packets it took.
+    #[inline]
+    pub fn poll(&mut self, upstream_done: bool) -> usize {
+        if self.zero_copy {
+            return self.poll_in_place(upstream_done);
+        }
+        if self.pending {
+            // A port refused: take no more input until it accepts or its
+            // hold runs out (the worker→TX queues fill, then RX stops).
+            self.pending = !self.transmit();
+            if self.pending {
+                if self.give_up() {
+                    self.drop_pending();
+                }
+                return 0;
+            }
+        }
+        let n = receive(
+            &mut self.inputs,
+            &mut self.inbuf,
+            self.burst,
+            upstream_done,
+            &mut self.done,
+        );
+        if n == 0 {
+            return 0;
+        }
+        bump(&self.counters.tx_in_packets, n as u64);
+        // Packets a bucket could not take (never: the buckets were empty
+        // when this burst was received): freed by push_or_free, counted here.
+        let mut lost = 0u64;
+        if let Some((field, hist)) = self.latency.as_mut() {
+            // Read just before the first rte_eth_tx_burst of the batch; only
+            // sampled packets' headers are read.
+            let now = dpdk::rdtsc_inline();
+            self.inbuf.move_each(|p| {
+                if p.is_sampled() {
+                    hist.record(now.wrapping_sub(p.field(*field)));
+                }
+                let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
+                lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
+            });
+        } else {
+            self.inbuf.move_each(|p| {
+                let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
+                lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
+            });
+        }
+        if lost != 0 {
+            self.counters.count_drop(DropReason::TxFull, lost);
+        }
+        self.pending = !self.transmit();
+        n
+    }
+}

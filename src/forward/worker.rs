@@ -1,0 +1,323 @@
+//! The worker stage: classifies each frame, rewrites its MACs, drops
+//! runts, and hands the rest to the TX lcore of its output port, in place
+//! (`--handoff zero-copy`) where there is one TX lcore.
+
+use super::rate::{FullPolicy, Hold};
+use super::stages::{flush_buckets, receive, synthetic_work};
+use crate::dpdk::{self, Burst, Packet};
+use crate::report::stats::{
+    bump, DropReason, LcoreCounters, IN_PLACE_WORKER, MAX_APP_CLASSES, MAX_PORTS,
+};
+use crate::setup::handoff::{InputSet, Sender};
+use crate::wire::{self, FrameClass};
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+/// Per-port forwarding facts the worker and TX stages need.
+#[derive(Clone)]
+pub struct PortMap {
+    /// out_port[in] = the port frames received on `in` leave by.
+    pub out_port: [u16; MAX_PORTS],
+    /// tx_index[out] = the TX lcore (index) that serves port `out`.
+    pub tx_index: [u8; MAX_PORTS],
+    /// MACs written into frames leaving port `out`: (dst = peer, src = port).
+    pub dst_mac: [[u8; 6]; MAX_PORTS],
+    pub src_mac: [[u8; 6]; MAX_PORTS],
+}
+
+/// Parses and classifies each frame, rewrites its MACs (l2fwd convention),
+/// drops runts, and hands the rest to the TX lcore of its output port.
+pub struct WorkerStage {
+    inputs: InputSet,
+    senders: Vec<Sender>,
+    buckets: Vec<Burst<Packet>>,
+    /// Hold state per TX bucket (`--on-full drop`).
+    holds: Vec<Hold>,
+    inbuf: Burst<Packet>,
+    burst: usize,
+    policy: FullPolicy,
+    map: Box<PortMap>,
+    rewrite: bool,
+    work_cycles: u64,
+    /// The application class this worker serves (0 = default), repeated
+    /// per TX bucket for drop accounting.
+    bucket_class: Vec<u8>,
+    /// `--debug-stall-worker`: sleep this long once, at the first packet.
+    stall: Option<std::time::Duration>,
+    /// `--handoff zero-copy` with one TX lcore: packets move from the input
+    /// queue's slots straight into the output queue's.
+    zero_copy: bool,
+    counters: Arc<LcoreCounters>,
+    pub done: bool,
+}
+
+impl WorkerStage {
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        inputs: InputSet,
+        senders: Vec<Sender>,
+        burst: usize,
+        policy: FullPolicy,
+        map: PortMap,
+        rewrite: bool,
+        work_cycles: u64,
+        class: u8,
+        stall: Option<std::time::Duration>,
+        counters: Arc<LcoreCounters>,
+    ) -> Self {
+        WorkerStage {
+            bucket_class: vec![class; senders.len()],
+            inputs,
+            buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
+            holds: vec![Hold::default(); senders.len()],
+            senders,
+            inbuf: Burst::new(),
+            burst,
+            policy,
+            stall,
+            map: Box::new(map),
+            rewrite,
+            work_cycles,
+            zero_copy: false,
+            counters,
+            done: false,
+        }
+    }
+
+    /// Moves packets in place (`--handoff zero-copy`) where they all go to
+    /// one TX lcore.
+    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
+        self.zero_copy = zero_copy && self.senders.len() == 1;
+        if self.zero_copy {
+            self.counters.in_place.fetch_or(IN_PLACE_WORKER, Relaxed);
+        }
+        self
+    }
+
+    /// Hands the TX buckets on ([`flush_buckets`]); false when something
+    /// stayed behind.
+    #[inline]
+    fn flush(&mut self) -> bool {
+        flush_buckets(
+            &mut self.buckets,
+            &mut self.senders,
+            &mut self.holds,
+            self.policy,
+            &self.counters,
+            DropReason::WorkerHandoffFull,
+            &self.bucket_class,
+        )
+    }
+
+    /// Packets taken per poll at most.
+    #[inline]
+    pub fn burst(&self) -> usize {
+        self.burst
+    }
+
+    /// The test knob `--debug-stall-worker`: sleeps (yielding the CPU) in
+    /// 1 ms steps until the stall is over or a stop is requested.
+    #[cold]
+    fn stall(length: std::time::Duration) {
+        let end = std::time::Instant::now() + length;
+        while std::time::Instant::now() < end && !crate::dpdk::signal::quit_requested() {
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    /// The synthetic work per packet for this round: none once a stop was
+    /// requested (the packets are still forwarded), so a drain never waits
+    /// for it.
+    #[inline]
+    fn work_cycles(&self) -> u64 {
+        if self.work_cycles != 0 && crate::dpdk::signal::quit_requested() {
+            0
+        } else {
+            self.work_cycles
+        }
+    }
+
+    /// Counts a round's classes and runts.
+    #[inline]
+    fn count(&self, class_counts: &[u64; FrameClass::COUNT], runts: u64) {
+        for (i, c) in class_counts.iter().enumerate() {
+            if *c != 0 {
+                bump(&self.counters.worker_classes[i], *c);
+            }
+        }
+        if runts != 0 {
+            self.counters.count_drop(DropReason::Runt, runts);
+        }
+    }
+
+    /// The zero-copy round: up to a burst, run by run, from the input
+    /// queues' slots into the TX queue's (`PacketInputs::forward_into`).
+    #[inline]
+    fn poll_in_place(&mut self, upstream_done: bool) -> usize {
+        if let Some(length) = self.stall {
+            if !self.inputs.is_empty() {
+                self.stall = None;
+                Self::stall(length);
+            }
+        }
+        let mut work_cycles = self.work_cycles();
+        let mut class_counts = [0u64; FrameClass::COUNT];
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        let (mut total, mut runts, mut refused) = (0, 0, 0);
+        let (map, rewrite, policy) = (&*self.map, self.rewrite, self.policy);
+        let hold = &mut self.holds[0];
+        while total < self.burst {
+            let mut dropped = false;
+            let (taken, _kept, rejected) = self.inputs.forward_into(
+                &mut self.senders[0],
+                self.burst - total,
+                |p| {
+                    process(
+                        p,
+                        map,
+                        rewrite,
+                        &mut work_cycles,
+                        &mut class_counts,
+                        &mut scratch,
+                    )
+                },
+                || {
+                    dropped = hold.refused(policy, dpdk::rdtsc_inline);
+                    dropped
+                },
+            );
+            if taken == 0 {
+                break;
+            }
+            if dropped {
+                refused += taken;
+            } else {
+                hold.took();
+                runts += rejected;
+            }
+            total += taken;
+        }
+        if total == 0 {
+            if upstream_done && self.inputs.is_empty() {
+                self.done = true;
+            }
+            return 0;
+        }
+        bump(&self.counters.worker_packets, total as u64);
+        self.count(&class_counts, runts as u64);
+        if refused != 0 {
+            self.counters
+                .count_drop(DropReason::WorkerHandoffFull, refused as u64);
+            let class = self.bucket_class[0] as usize;
+            bump(
+                &self.counters.class_drops[class % (MAX_APP_CLASSES + 1)],
+                refused as u64,
+            );
+        }
+        total
+    }
+
+    /// One receive/process/hand-on round; returns how many packets it
+    /// took. `upstream_done`: every RX lcore has stopped and published all
+    /// it had (read before receiving).
+    #[inline]
+    pub fn poll(&mut self, upstream_done: bool) -> usize {
+        if self.zero_copy {
+            return self.poll_in_place(upstream_done);
+        }
+        if !self.flush() {
+            return 0;
+        }
+        let n = receive(
+            &mut self.inputs,
+            &mut self.inbuf,
+            self.burst,
+            upstream_done,
+            &mut self.done,
+        );
+        if n == 0 {
+            return 0;
+        }
+        if let Some(length) = self.stall.take() {
+            Self::stall(length);
+        }
+        // The frames may be cold: ask for all of them before touching the
+        // first. (Packet knows where each frame starts: no header read.)
+        for p in self.inbuf.as_slice() {
+            p.prefetch_data();
+        }
+        let counters = &*self.counters;
+        bump(&counters.worker_packets, n as u64);
+        let map = &*self.map;
+        let rewrite = self.rewrite;
+        let mut work_cycles = self.work_cycles();
+        let mut class_counts = [0u64; FrameClass::COUNT];
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        let runts = self.inbuf.retain_or_free(|m| {
+            process(
+                m,
+                map,
+                rewrite,
+                &mut work_cycles,
+                &mut class_counts,
+                &mut scratch,
+            )
+        });
+        self.count(&class_counts, runts as u64);
+        // Packets a bucket could not take (never: the flush at the top
+        // emptied every bucket): freed by push_or_free, counted here.
+        let mut lost = 0u64;
+        if self.buckets.len() == 1 {
+            let bucket = &mut self.buckets[0];
+            self.inbuf
+                .move_each(|m| lost += u64::from(!bucket.push_or_free(m)));
+        } else {
+            let buckets = &mut self.buckets;
+            self.inbuf.move_each(|m| {
+                let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
+                let bucket = &mut buckets[map.tx_index[out] as usize];
+                lost += u64::from(!bucket.push_or_free(m));
+            });
+        }
+        if lost != 0 {
+            counters.count_drop(DropReason::WorkerHandoffFull, lost);
+        }
+        self.flush();
+        n
+    }
+}
+
+/// A worker's work on one packet: classifies it (counted in
+/// `class_counts`), and unless it is a runt (false: drop it) rewrites its
+/// MACs for its output port and spends the synthetic work (`work_cycles`
+/// becomes 0 when a stop cuts it short).
+#[inline(always)]
+fn process(
+    m: &mut Packet,
+    map: &PortMap,
+    rewrite: bool,
+    work_cycles: &mut u64,
+    class_counts: &mut [u64; FrameClass::COUNT],
+    scratch: &mut [u8; wire::PARSE_HEAD_LEN],
+) -> bool {
+    let (head, frame_len) = m.head(scratch);
+    let info = wire::classify_head(head, frame_len);
+    class_counts[info.class.index()] += 1;
+    if info.class == FrameClass::Runt {
+        return false;
+    }
+    if rewrite {
+        let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
+        let (dst, src) = (&map.dst_mac[out], &map.src_mac[out]);
+        // A chain whose first segment is shorter than an Ethernet header
+        // gets its MACs written across segments.
+        if !wire::rewrite_macs(m.data_mut(), dst, src) {
+            m.write_at(0, dst);
+            m.write_at(6, src);
+        }
+    }
+    if *work_cycles != 0 && !synthetic_work(*work_cycles) {
+        *work_cycles = 0;
+    }
+    true
+}
