@@ -9,8 +9,10 @@ first; a run forwards S + 1 s (the first second is warm-up, the rest is
 read from the stats lines) with `--stats-json`. Printed per contender:
 median forwarded Mpps, the whole pipeline's busy TSC cycles per forwarded
 packet (summed over lcores, from the JSON) and each lcore's share, and the
-median of per-round ratios against the first contender. Every run must end
-with conservation and 0 mbufs in use, or the script says so and exits 1.
+median of per-round ratios against the first contender; with `--latency`
+in the contenders' options, also the median RX->TX p50 and p90 (and the
+p50's median paired ratio). Every run must end with conservation and 0
+mbufs in use, or the script says so and exits 1.
 
 Example (what a queue change's commit message quotes):
 
@@ -65,8 +67,9 @@ def run(binary, opts, a, seq, tmp):
         handled = l["rx_packets"] + l["worker_packets"] + l["tx_packets"]
         per.append(l["busy_cycles_per_packet"] * handled / max(rep["tx_packets"], 1))
     mpps = statistics.fmean(lines[1:]) if len(lines) > 1 else rep["tx_mpps"]
+    lat = rep.get("latency_ns") or {}
     return {"mpps": mpps, "cyc": sum(per), "per": per, "ok": ok, "cmd": " ".join(cmd),
-            "drops": rep["drops_total"]}
+            "drops": rep["drops_total"], "p50": lat.get("p50"), "p90": lat.get("p90")}
 
 
 def main():
@@ -95,8 +98,9 @@ def main():
                 x = run(binary, opts, a, seq, tmp)
                 res[name].append(x)
                 bad += not x["ok"]
+                lat = "" if x["p50"] is None else f"  p50/p90 {x['p50']:.0f}/{x['p90']:.0f} ns"
                 print(f"round {r} {name:10s} {x['mpps']:7.2f} Mpps  {x['cyc']:6.1f} cyc/pkt "
-                      f"({' + '.join(f'{v:.1f}' for v in x['per'])})  drops {x['drops']}"
+                      f"({' + '.join(f'{v:.1f}' for v in x['per'])})  drops {x['drops']}{lat}"
                       f"{'' if x['ok'] else '  END CHECK FAILED'}", flush=True)
     base = cs[0][0]
     print(f"\n{'contender':10s} {'Mpps':>7s} {'cyc/pkt':>8s}  per lcore          ratio Mpps vs {base} (paired)  cyc ratio")
@@ -107,8 +111,13 @@ def main():
         per = [statistics.median(x["per"][i] for x in xs) for i in range(len(xs[0]["per"]))]
         ratio = statistics.median(x["mpps"] / b["mpps"] for x, b in zip(xs, res[base]))
         cr = statistics.median(x["cyc"] / b["cyc"] for x, b in zip(xs, res[base]))
+        lat = ""
+        if all(x["p50"] is not None for x in xs + res[base]):
+            p50, p90 = (statistics.median(x[k] for x in xs) for k in ("p50", "p90"))
+            r50 = statistics.median(x["p50"] / b["p50"] for x, b in zip(xs, res[base]))
+            lat = f"   p50 {p50:.0f} ns (paired x{r50:.3f})  p90 {p90:.0f} ns"
         print(f"{name:10s} {med:7.2f} {cyc:8.1f}  {' + '.join(f'{v:.1f}' for v in per):18s} {ratio:.3f}"
-              f"{'':24s}{cr:.3f}")
+              f"{'':24s}{cr:.3f}{lat}")
     print(f"\nexact runs: {res[cs[0][0]][0]['cmd']}")
     if bad:
         print(f"ab: {bad} run(s) failed the end checks", file=sys.stderr)

@@ -15,6 +15,7 @@ started=$SECONDS
 phase_start=$SECONDS
 loom_pid=""
 package_pid=""
+clippy_pid=""
 report() {
     local rc=$?
     # A phase failed while the background jobs ran: the model checks are
@@ -22,6 +23,7 @@ report() {
     # after itself, is waited for.
     [ -n "$loom_pid" ] && kill -- -"$loom_pid" 2>/dev/null
     [ -n "$package_pid" ] && wait "$package_pid" 2>/dev/null
+    [ -n "$clippy_pid" ] && kill "$clippy_pid" 2>/dev/null
     [ -n "$current" ] && phases+=("$(printf '%5d s  %s (FAILED, exit %d)' $((SECONDS - phase_start)) "$current" "$rc")")
     echo "test.sh: phase times"
     printf '  %s\n' "${phases[@]}"
@@ -56,8 +58,6 @@ phase "install-deps" scripts/install-deps.sh
 phase "hugepages" bash -c 'scripts/hugepages.sh setup 512 || true'
 phase "fmt" cargo fmt --check
 phase "clippy (all targets, all features)" cargo clippy --all-targets --all-features -- -D warnings
-# The forwarder as users build it (no testkit, no dev-dependencies).
-phase "clippy (lib, bins)" cargo clippy --lib --bins -- -D warnings
 # One release build for the binaries and the tests: the same command and
 # features twice, so the second step compiles nothing (a plain `cargo
 # build` resolves dependency features without the dev-dependencies and
@@ -81,6 +81,10 @@ loom_pid=$!
 set +m
 nice -n 19 scripts/test-package.sh >target/test-logs/package.log 2>&1 &
 package_pid=$!
+# The forwarder as users build it (no testkit, no dev-dependencies):
+# clippy without the test features, beside the tests too.
+nice -n 19 cargo clippy --lib --bins -- -D warnings >target/test-logs/clippy-lib.log 2>&1 &
+clippy_pid=$!
 # bg NAME PID LOG: waits for a job started above and prints its log.
 bg() {
     local rc=0
@@ -88,6 +92,7 @@ bg() {
     cat "$3"
     [ "$1" = loom ] && loom_pid=""
     [ "$1" = package ] && package_pid=""
+    [ "$1" = clippy ] && clippy_pid=""
     return "$rc"
 }
 # The end-to-end tests (tests/suite.rs: one binary) start the tqfwd binary
@@ -95,6 +100,7 @@ bg() {
 phase "cargo test" cargo test --release --features testkit
 phase "loom (rest of it, after the cargo tests)" bg loom "$loom_pid" target/test-logs/loom.log
 phase "package test (rest of it)" bg package "$package_pid" target/test-logs/package.log
+phase "clippy (lib, bins; rest of it)" bg clippy "$clippy_pid" target/test-logs/clippy-lib.log
 # No import cycle between the files of src/ (README, "Layout").
 phase "import cycles" scripts/check-imports.sh
 # The links of the Markdown docs.
