@@ -119,11 +119,13 @@ fn overload_is_shed_before_rx() {
         let (rx, drops, run) = run_with(&[]);
         // Livelock freed 50-87 % of what it received; what remains here
         // is host stalls of a vCPU longer than --drop-after (1 ms), which
-        // this VM's host causes often enough to reach 1-2 % of a 2 s run
-        // at 35-45 Mpps on a busy host.
+        // this VM's host causes often enough to reach 0.1-2 % of a 2 s run
+        // at 25-47 Mpps, and 6-7 % in a bad minute (one clean-clone CI
+        // run of each backend, both hand-offs alike): the bound sits
+        // between that and livelock.
         assert!(
-            drops * 20 <= rx,
-            "{backend}: {drops} of {rx} received packets dropped after RX (> 5 %)\n{}",
+            drops * 10 <= rx,
+            "{backend}: {drops} of {rx} received packets dropped after RX (> 10 %)\n{}",
             run.describe()
         );
         let mut eager = rx_alone.to_vec();
