@@ -45,7 +45,7 @@ pub enum Topology {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Handoff {
     /// In place where the layout allows: RX receives straight into the queue's
-    /// slots (one worker per RX lcore, no --class), workers move packets
+    /// slots (a single worker, no --class), workers move packets
     /// slot to slot (one TX lcore), TX transmits from the slots; rte_ring
     /// uses DPDK's zero-copy ring API (SP/SC, HTS producers when shared)
     ZeroCopy,
