@@ -62,9 +62,15 @@ fn three_lcores(vdevs: &[String]) -> Vec<String> {
     eal
 }
 
-/// net_null offers more than the pipeline can forward: in drop mode (the
-/// default) with healthy workers the excess is left in the "NIC" (not
-/// received), so almost nothing is dropped after RX. Two mechanisms see
+/// net_null offers more than the pipeline can forward: in drop mode with
+/// healthy workers the excess is left in the "NIC" (not received), so
+/// nothing is dropped after RX. "Healthy" is made explicit with
+/// `--drop-after 50000` (50 ms): this VM's host takes a vCPU away for
+/// milliseconds at a time, more often while `scripts/test.sh` runs its
+/// niced jobs beside the tests, and a worker stalled longer than the
+/// default 1 ms has its input dropped, as it should (that is the stalled
+/// consumer policy, `stalled_worker_does_not_stop_the_others_in_drop_mode`,
+/// not overload: with 1 ms, clean-clone CI runs dropped 6-11 % here). Two mechanisms see
 /// to that in the default layout: RX shares lcore 0 with TX, which drains
 /// before RX fills (see `no_standing_queue_under_overload`), and the hold
 /// keeps RX from receiving into full queues. With RX alone on its lcore
@@ -116,16 +122,12 @@ fn overload_is_shed_before_rx() {
             );
             (rx, drops, run)
         };
-        let (rx, drops, run) = run_with(&[]);
-        // Livelock freed 50-87 % of what it received; what remains here
-        // is host stalls of a vCPU longer than --drop-after (1 ms), which
-        // this VM's host causes often enough to reach 0.1-2 % of a 2 s run
-        // at 25-47 Mpps, and 6-7 % in a bad minute (one clean-clone CI
-        // run of each backend, both hand-offs alike): the bound sits
-        // between that and livelock.
+        let (rx, drops, run) = run_with(&["--drop-after", "50000"]);
+        // Livelock freed 50-87 % of what it received; a hold that works
+        // frees nothing unless a vCPU stall outlasts 50 ms.
         assert!(
-            drops * 10 <= rx,
-            "{backend}: {drops} of {rx} received packets dropped after RX (> 10 %)\n{}",
+            drops * 100 <= rx,
+            "{backend}: {drops} of {rx} received packets dropped after RX (> 1 %)\n{}",
             run.describe()
         );
         let mut eager = rx_alone.to_vec();
