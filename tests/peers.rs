@@ -395,10 +395,12 @@ fn tqfwd_total_tx(text: &str) -> u64 {
         .unwrap_or(0)
 }
 
-/// memif peers that go away and come back, 20 times, while tqfwd forwards:
+/// memif peers that go away and come back, 8 times, while tqfwd forwards:
 /// testpmd txonly as memif *server* → tqfwd port 0 (memif client) … tqfwd
 /// port 1 (memif server) → testpmd rxonly (memif client). Each round stops
-/// one peer, alternately the generator and the sink, by SIGINT or SIGKILL,
+/// one peer, alternately the generator and the sink, by SIGINT or SIGKILL
+/// (each pair twice; the soak, `scripts/soak.sh`, restarts peers for as
+/// long as it runs),
 /// starts a new one, and waits until tqfwd's TX grows again (the whole path
 /// works). tqfwd must never crash (DPDK's memif PMD unmaps the shared
 /// regions on a peer's disconnect: see `forward::lifecycle`), must log
@@ -413,7 +415,7 @@ fn memif_peer_restarts(backend: &str) {
             return;
         }
     }
-    const ROUNDS: usize = 20;
+    const ROUNDS: usize = 8;
     let dir = scratch(&test);
     let gen_sock = dir.join("gen.sock");
     let sink_sock = dir.join("sink.sock");
