@@ -135,6 +135,10 @@ def foreign_processes() -> list[str]:
                 comm = f.read().strip()
             with open(f"/proc/{pid}/cmdline", "rb") as f:
                 cmd = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+            # a stopped process (SIGSTOP: paused for a benchmark) takes no CPU
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[1].split()[0] in ("T", "t"):
+                    continue
             # compilers, DPDK programs, and libFuzzer targets (cargo fuzz)
             if not (FOREIGN.match(comm) or "fuzz/target/" in cmd.split(" ")[0]):
                 continue
@@ -342,15 +346,23 @@ def run_perf(runner: Runner, log) -> dict:
     res = {}
     if not shutil.which("perf"):
         return {"error": {"top": ["perf not found"]}}
-    for cn in ("tq", "ring"):
+    for cn in ("tq", "ring", "testpmd-io"):
         c = Cfg(cn, "null", "default")
         data = os.path.join(runner.tmp, f"perf-{cn}.data")
-        cmd = runner.tqfwd_cmd(c, 3, os.path.join(runner.tmp, "perf.json"), stats_interval=0)
+        if cn in TQFWD:
+            cmd = runner.tqfwd_cmd(c, 3, os.path.join(runner.tmp, "perf.json"), stats_interval=0)
+        else:
+            # testpmd forwards until stopped: SIGINT after 4 s (perf passes
+            # it on), so both tools are sampled over the same span
+            cmd = ["timeout", "-s", "INT", "4", *runner.testpmd_cmd(c)[3:]]
         rec = ["perf", "record", "-F", "4999", "-g", "-o", data, "--", *cmd]
         log(f"perf: {' '.join(rec)}")
         p = subprocess.run(rec, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
         ent = {"record_cmd": " ".join(rec), "rc": p.returncode}
-        if p.returncode == 0 and os.path.exists(data):
+        if cn not in TQFWD:
+            m = re.search(r"CPU cycles/packet=([\d.]+)", p.stdout)
+            ent["summary"] = [f"testpmd io: CPU cycles/packet={m[1]}" if m else "testpmd io: no cycles line"]
+        if os.path.exists(data) and (p.returncode == 0 or cn not in TQFWD):
             rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort",
                                   "comm,dso,symbol", "--percent-limit", "1", "-g", "none"],
                                  capture_output=True, text=True, timeout=120)
@@ -360,6 +372,11 @@ def run_perf(runner: Runner, log) -> dict:
             rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "comm",
                                   "-g", "none"], capture_output=True, text=True, timeout=120)
             ent["threads"] = [l.strip() for l in rep.stdout.splitlines() if l.strip() and not l.startswith("#")]
+            # per thread, by library: the PMD's and the TLS lookups' share
+            # beside the application's own (testpmd io pays the same PMD)
+            rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort", "comm,dso",
+                                  "--percent-limit", "0.5", "-g", "none"], capture_output=True, text=True, timeout=120)
+            ent["thread_dso"] = [l.strip() for l in rep.stdout.splitlines() if l.strip() and not l.startswith("#")]
             # the stages are inlined into the lcore loop: source lines say where
             rep = subprocess.run(["perf", "report", "-i", data, "--stdio", "--no-children", "--sort",
                                   "comm,symbol,srcline", "--percent-limit", "1", "-g", "none"],
@@ -368,6 +385,12 @@ def run_perf(runner: Runner, log) -> dict:
                                   if l.strip() and not l.startswith("#")][:25]
         else:
             ent["top"] = ["perf record failed: " + (p.stderr.strip().splitlines() or [""])[-1]]
+        if cn not in TQFWD:
+            res[cn] = ent
+            for f in (data, data + ".old"):
+                if os.path.exists(f):
+                    os.unlink(f)
+            continue
         st = ["perf", "stat", "-e", "task-clock,context-switches,cpu-migrations,cycles,instructions", "--",
               *runner.tqfwd_cmd(c, 3, os.path.join(runner.tmp, "perf.json"), stats_interval=0)]
         p = subprocess.run(st, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)

@@ -28,8 +28,9 @@
 # line between CPUs 0 and 1, one-way ns, median of 5 runs. The report adds
 # the cores that 14.88/37.2/59.52/148.8 Mpps would need per role, from the
 # busy cycles per packet of the rows that isolate RX, worker and TX and
-# the TSC Hz. Afterwards (full mode) perf record / perf stat a tq and a
-# ring run.
+# the TSC Hz. Afterwards (full mode) perf record a tq, a ring and a
+# testpmd io run (by thread and library: the PMD beside the rest) and
+# perf stat a tq and a ring run.
 #
 # Writes:
 #   stdout                                    markdown tables, ratios, targets
@@ -55,7 +56,8 @@
 #                    rustc, tqfwd*, testpmd running and CPUs < 15 % busy
 #                    (default 900; quick 0)
 #   --no-perf        skip the perf record / perf stat runs
-#   --perf-only      only the perf record / perf stat runs (tq and ring,
+#   --perf-only      only the perf record / perf stat runs (tq, ring and
+#                    testpmd io, by thread and library;
 #                    net_null, default point, 3 s each)
 #   --no-build       use the binaries in target/release as they are
 #   --contenders L   only these contenders, comma-separated, of tq, ring,

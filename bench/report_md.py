@@ -178,6 +178,7 @@ def perf_text(perf, header: str = "") -> str:
         out += f"== {name}: {pf.get('record_cmd', '')}\n"
         out += "samples per thread: " + "; ".join(pf.get("threads", [])) + "\n"
         out += "\n".join(pf.get("top", [])) + "\n"
+        out += f"== {name}: by thread and library\n" + "\n".join(pf.get("thread_dso", [])) + "\n"
         out += f"== {name}: by source line\n" + "\n".join(pf.get("top_srcline", [])) + "\n"
         out += f"== {name}: {pf.get('stat_cmd', '')}\n"
         out += "\n".join(pf.get("summary", []) + pf.get("stat", [])) + "\n\n"
