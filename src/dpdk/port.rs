@@ -452,41 +452,6 @@ impl Port {
             rx_nombuf: s.rx_nombuf,
         }
     }
-
-    /// Receives up to `n` mbufs into `out`, for a queue lending its slots
-    /// (`packet_queue`); returns how many the PMD wrote.
-    ///
-    /// # Safety
-    /// `out` points at `n` writable `rte_mbuf *` slots; the mbufs written
-    /// there are new handles the caller must own from then on. `queue` is
-    /// an [`RxQueue`]'s of this port, which the caller holds exclusively.
-    #[inline]
-    pub(in crate::dpdk) unsafe fn rx_burst_raw(
-        self,
-        queue: u16,
-        out: *mut *mut sys::rte_mbuf,
-        n: u16,
-    ) -> usize {
-        // SAFETY: caller's contract.
-        unsafe { sys::rte_eth_rx_burst(self.0, queue, out, n) as usize }
-    }
-
-    /// Transmits from `mbufs` (`n` of them); returns how many the PMD took
-    /// (the first ones), which the caller must forget.
-    ///
-    /// # Safety
-    /// `mbufs` points at `n` live mbufs the caller owns. `queue` is a
-    /// [`TxQueue`]'s of this port, which the caller holds exclusively.
-    #[inline]
-    pub(in crate::dpdk) unsafe fn tx_burst_raw(
-        self,
-        queue: u16,
-        mbufs: *mut *mut sys::rte_mbuf,
-        n: u16,
-    ) -> usize {
-        // SAFETY: caller's contract.
-        unsafe { sys::rte_eth_tx_burst(self.0, queue, mbufs, n) as usize }
-    }
 }
 
 impl RxQueue {
@@ -494,12 +459,6 @@ impl RxQueue {
     #[inline]
     pub fn port_id(&self) -> u16 {
         self.port
-    }
-
-    /// The port.
-    #[inline]
-    pub fn port(&self) -> Port {
-        Port(self.port)
     }
 
     /// The queue's id on its port.
@@ -550,6 +509,23 @@ impl RxQueue {
         burst.grow(got);
         got
     }
+
+    /// Receives up to `n` mbufs into `out`, for a queue lending its slots
+    /// (`packet_queue`); returns how many the PMD wrote.
+    ///
+    /// # Safety
+    /// `out` points at `n` writable `rte_mbuf *` slots; the mbufs written
+    /// there are new handles the caller must own from then on.
+    #[inline]
+    pub(in crate::dpdk) unsafe fn rx_burst_raw(
+        &mut self,
+        out: *mut *mut sys::rte_mbuf,
+        n: u16,
+    ) -> usize {
+        // SAFETY: caller's contract; the queue is one `configure` set up,
+        // polled only through this handle (module doc).
+        unsafe { sys::rte_eth_rx_burst(self.port, self.queue, out, n) as usize }
+    }
 }
 
 impl TxQueue {
@@ -557,12 +533,6 @@ impl TxQueue {
     #[inline]
     pub fn port_id(&self) -> u16 {
         self.port
-    }
-
-    /// The port.
-    #[inline]
-    pub fn port(&self) -> Port {
-        Port(self.port)
     }
 
     /// The queue's id on its port.
@@ -613,6 +583,22 @@ impl TxQueue {
             unsafe { sys::rte_eth_tx_burst(self.port, self.queue, burst.raw_head(), n) } as usize;
         burst.consume_front(sent);
         sent
+    }
+
+    /// Transmits from `mbufs` (`n` of them); returns how many the PMD took
+    /// (the first ones), which the caller must forget.
+    ///
+    /// # Safety
+    /// `mbufs` points at `n` live mbufs the caller owns.
+    #[inline]
+    pub(in crate::dpdk) unsafe fn tx_burst_raw(
+        &mut self,
+        mbufs: *mut *mut sys::rte_mbuf,
+        n: u16,
+    ) -> usize {
+        // SAFETY: caller's contract; the queue is one `configure` set up,
+        // used only through this handle (module doc).
+        unsafe { sys::rte_eth_tx_burst(self.port, self.queue, mbufs, n) as usize }
     }
 }
 

@@ -145,8 +145,8 @@ impl RxStage {
     fn receive_in_place(&mut self, i: usize, max: usize, now: &mut u64) -> Option<usize> {
         let stamp = self.stamp;
         let since_sample = &mut self.since_sample;
-        let q = &self.queues[i].queue;
-        self.senders[0].receive_from(q.port(), q.id(), max, |m| {
+        let queue = &mut self.queues[i].queue;
+        self.senders[0].receive_from(queue, max, |m| {
             let Some((field, sample)) = stamp else {
                 return false;
             };

@@ -255,13 +255,13 @@ impl TxStage {
                 },
                 |in_port, run| {
                     let out = out_port[in_port as usize % MAX_PORTS] as usize;
-                    let queue = &ports[out];
+                    let queue = &mut ports[out];
                     let hold = &mut holds[out];
                     let open = !blocked.has(queue.port_id());
                     let mut tries = 0;
                     loop {
                         if open {
-                            let sent = run.tx_burst(queue.port(), queue.id());
+                            let sent = run.tx_burst(queue);
                             if sent != 0 {
                                 bump(&counters.tx_port_packets[out], sent as u64);
                                 hold.took();
