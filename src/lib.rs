@@ -8,9 +8,11 @@
 //! Layout, in the order a run goes through it:
 //! - `config`: the command line (clap), corelists, the class grammar, and
 //!   the [`config::Plan`] that resolves roles, lcores, queues and pool sizes
-//!   from the options and the ports' facts. No DPDK.
+//!   from the options and the ports' facts. No DPDK. The plan is the only
+//!   input of the three below.
 //! - `setup`: brings DPDK resources up from a plan (ports, rte_flow rules,
-//!   mempools, hand-off queues) into one [`setup::Resources`].
+//!   mempools, hand-off queues) into one [`setup::Resources`], and hands
+//!   each port queue's handle to the stage that polls it.
 //! - `forward`: the lcore loop, its stages, and the port lifecycle.
 //! - `report`: counters, the one fold over them, the summary, JSON,
 //!   telemetry and latency histograms.

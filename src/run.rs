@@ -34,26 +34,26 @@ pub fn run(
         }
     }
 
-    let (res, links) = Resources::bring_up(opts, &plan, &machine, ports, infos)?;
-    let forwarding = Forwarding::new(opts, &plan, &res, links, captures)?;
+    // From here on the plan is the only input.
+    let (res, links, queues) = Resources::bring_up(&plan, &machine, ports, infos)?;
+    let forwarding = Forwarding::new(&plan, &res, links, queues, captures)?;
     let counters = forwarding.counters.clone();
     if !plan.idle.is_empty() {
         log::warn!("EAL lcores {:?} have no role and stay idle", plan.idle);
     }
     log::info!(
         "forwarding: backend {} topology {} handoff {} burst {} depth {} on-full {}; rx lcores {:?}, worker lcores {:?}, tx lcores {:?}",
-        opts.backend.name(),
-        opts.topology.name(),
-        opts.handoff.name(),
-        opts.burst,
-        opts.depth,
-        opts.on_full.name(),
+        plan.handoff.backend.name(),
+        plan.handoff.topology.name(),
+        plan.handoff.mode.name(),
+        plan.burst,
+        plan.handoff.depth,
+        plan.stages.on_full.name(),
         plan.rx_stages,
         plan.workers,
         plan.layout.tx
     );
     let live = report::live(
-        opts,
         &plan,
         &res,
         &counters,
@@ -68,14 +68,14 @@ pub fn run(
         .map(|m| m.serve(live.clone(), forwarding.metrics_sources()))
         .transpose()
         .map_err(RunError::MetricsThread)?;
-    let finished = forwarding.run(eal, opts, &res, &live);
+    let finished = forwarding.run(eal, &plan, &res, &live);
     // Scrapes end before the ports are closed (they read PMD counters),
     // and the server's queue probes go before the teardown and EAL's
     // cleanup (the last handle of a hand-off queue frees its memory).
     drop(server);
     let finished = finished?;
 
-    let figures = Final::collect(opts, &plan, &machine, &res, &counters);
+    let figures = Final::collect(&plan, &machine, &res, &counters);
     // The capture pools' copies count too (all freed by the writer).
     let mbufs_in_use = res.teardown(finished.leftover) + finished.capture_in_use;
     let mut report = figures.report(mbufs_in_use, finished.histograms);

@@ -7,6 +7,7 @@
 
 use super::class::{check_classes, ClassError, ClassSpec, WorkerRange};
 use super::cli::{Options, RequestedDevice};
+use super::parts::{CapturePlan, HandoffPlan, LivePlan, PortsPlan, StagePlan};
 use std::path::PathBuf;
 
 /// An EAL lcore id.
@@ -347,7 +348,10 @@ impl PoolSizing {
     }
 }
 
-/// A run's plan (module doc).
+/// A run's plan (module doc): what was resolved against the machine, and
+/// what the options say, typed for the parts that read it
+/// ([`super::parts`]). Setup, forward and report take this, never the
+/// [`Options`].
 #[derive(Debug, Clone, PartialEq)]
 pub struct Plan {
     pub layout: RoleLayout,
@@ -369,6 +373,17 @@ pub struct Plan {
     pub out_port: [u16; MAX_PORTS],
     /// One pool per socket that has ports, sized for these.
     pub pools: Vec<PoolSizing>,
+    /// `--class`, in order: class k + 1 is `classes[k]` (0 = default).
+    pub classes: Vec<ClassSpec>,
+    /// RX, hand-off and TX burst size (`--burst`).
+    pub burst: u16,
+    /// `--latency`: Some(N), 1 packet in N stamped at RX.
+    pub latency: Option<u32>,
+    pub handoff: HandoffPlan,
+    pub ports: PortsPlan,
+    pub stages: StagePlan,
+    pub capture: CapturePlan,
+    pub live: LivePlan,
 }
 
 impl Plan {
@@ -428,8 +443,16 @@ impl Plan {
             n_ports,
             out_port,
             pools: Vec::new(),
+            classes: classes.clone(),
+            burst: opts.burst,
+            latency: opts.latency.then_some(opts.latency_sample),
+            handoff: HandoffPlan::new(opts),
+            ports: PortsPlan::new(opts),
+            stages: StagePlan::new(opts),
+            capture: CapturePlan::new(opts),
+            live: LivePlan::new(opts),
         };
-        plan.pools = plan.pool_sizing(opts, m);
+        plan.pools = plan.pool_sizing(m);
         Ok(plan)
     }
 
@@ -455,7 +478,7 @@ impl Plan {
         1 + self.workers.len() + 1 + self.layout.tx.len() + 1 + self.n_ports
     }
 
-    fn pool_sizing(&self, opts: &Options, m: &Machine) -> Vec<PoolSizing> {
+    fn pool_sizing(&self, m: &Machine) -> Vec<PoolSizing> {
         let mut sockets: Vec<i32> = (0..m.ports.len()).map(|i| m.port_socket(i)).collect();
         sockets.sort_unstable();
         sockets.dedup();
@@ -466,13 +489,14 @@ impl Plan {
                 let here = (0..m.ports.len())
                     .filter(|&i| m.port_socket(i) == s)
                     .count();
-                let rx_descriptors = here * opts.rx_desc as usize * (n_rx + opts.class.len());
+                let rx_descriptors =
+                    here * self.ports.rx_desc as usize * (n_rx + self.classes.len());
                 PoolSizing {
                     socket: s,
                     rx_descriptors,
-                    descriptors: rx_descriptors + here * opts.tx_desc as usize * n_tx,
+                    descriptors: rx_descriptors + here * self.ports.tx_desc as usize * n_tx,
                     lcores: self.lcores.len(),
-                    burst: opts.burst as usize,
+                    burst: self.burst as usize,
                     buffers_per_lcore: self.buffers_per_lcore(),
                 }
             })
@@ -757,6 +781,20 @@ mod tests {
             }
         );
         assert_eq!(&p.out_port[..2], &[1, 0]);
+        assert_eq!(
+            p.classes.iter().map(|c| &c.name[..]).collect::<Vec<_>>(),
+            ["voice", "bulk"]
+        );
+        assert_eq!(p.latency, None);
+    }
+
+    #[test]
+    fn latency_sampling_only_with_latency() {
+        let m = machine(&[0, 1], 2);
+        let p = Plan::new(&opts(&["--latency-sample", "8"]), &m).unwrap();
+        assert_eq!(p.latency, None);
+        let p = Plan::new(&opts(&["--latency", "--latency-sample", "8"]), &m).unwrap();
+        assert_eq!(p.latency, Some(8));
     }
 
     #[test]

@@ -33,7 +33,7 @@ pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
 pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender, QueueProbe};
-pub use port::{LinkStatus, Port, PortInfo, PortStats};
+pub use port::{LinkStatus, Port, PortConf, PortInfo, PortQueues, PortStats, RxQueue, TxQueue};
 pub use ring::{Ring, RingReceiver, RingSender};
 
 /// TSC cycles since an arbitrary origin (the `rdtsc` instruction, inlined

@@ -23,7 +23,7 @@
 
 use super::error::DpdkError;
 use super::mbuf::{Burst, BurstItem, MbufPtr, Packet, RawMbuf, RawPacket};
-use super::port::Port;
+use super::port::{RxQueue, TxQueue};
 use super::ring::{Ring, RingProbe};
 use super::sys;
 use crate::queue::{self, BurstReceiver, BurstSender, QueueError, RoundRobin, UnitMemory};
@@ -47,7 +47,7 @@ impl PacketSender {
         n
     }
 
-    /// Zero-copy RX: receives up to `max` frames from `queue` of `port`
+    /// Zero-copy RX: receives up to `max` frames from `queue`
     /// straight into the queue's free slots (one run: a transfer unit, or
     /// ring slots up to the wrap) and publishes them as packets. `each`
     /// sees every mbuf first (to stamp it) and says whether it is a latency
@@ -56,8 +56,7 @@ impl PacketSender {
     #[inline]
     pub fn receive_from(
         &mut self,
-        port: Port,
-        queue: u16,
+        queue: &mut RxQueue,
         max: usize,
         mut each: impl FnMut(&mut MbufPtr) -> bool,
     ) -> Option<usize> {
@@ -66,9 +65,8 @@ impl PacketSender {
             // SAFETY: `slots` are `room` writable 8-byte slots lent to us
             // (RawPacket is one u64, as an `rte_mbuf *`); the mbufs the PMD
             // writes there are ours, and each becomes the slot's packet below.
-            let n = unsafe {
-                port.rx_burst_raw(queue, slots.as_mut_ptr() as *mut *mut sys::rte_mbuf, room)
-            };
+            let n =
+                unsafe { queue.rx_burst_raw(slots.as_mut_ptr() as *mut *mut sys::rte_mbuf, room) };
             for slot in &mut slots[..n] {
                 // SAFETY: the PMD wrote a live mbuf's (non-null) address
                 // here, owned by nobody else: this handle is its one owner.
@@ -280,10 +278,10 @@ impl TxRun<'_> {
         self.len() == 0
     }
 
-    /// Transmits what the run holds on `queue` of `port`; returns how many
+    /// Transmits what the run holds on `queue`; returns how many
     /// the PMD took (they leave the run).
     #[inline]
-    pub fn tx_burst(&mut self, port: Port, queue: u16) -> usize {
+    pub fn tx_burst(&mut self, queue: &mut TxQueue) -> usize {
         let n = self.len().min(u16::MAX as usize) as u16;
         if n == 0 {
             return 0;
@@ -292,8 +290,7 @@ impl TxRun<'_> {
         // one u64, as an `rte_mbuf *`); the PMD takes the first `sent`,
         // which the run then forgets.
         let sent = unsafe {
-            port.tx_burst_raw(
-                queue,
+            queue.tx_burst_raw(
                 self.mbufs[self.done..].as_mut_ptr() as *mut *mut sys::rte_mbuf,
                 n,
             )

@@ -3,12 +3,67 @@
 //! offers it; MTU and RX/TX offloads as the caller decided), descriptor
 //! adjustment, queue setup, start/stop/close, link, MAC, counters, and the
 //! RX/TX burst calls.
+//!
+//! Queue ownership: DPDK's burst calls index the port's queue array by the
+//! id they are given without a bound check, and a queue must be polled by
+//! one lcore at a time. So a burst is a method of a queue handle,
+//! [`RxQueue`] or [`TxQueue`], not of [`Port`]; the handles come only from
+//! [`Port::configure`], one per queue it configured (ids in range by
+//! construction), and are neither `Copy` nor `Clone`; bursts take
+//! `&mut self`, so whoever polls a queue owns its handle or borrows it
+//! exclusively. A port is configured again only once every handle of the
+//! last configuration is gone, so a handle's queue exists as long as it
+//! does. The handle is a port id and a queue id: a burst compiles to the
+//! same `rte_eth_rx_burst` / `rte_eth_tx_burst` call as with bare ids.
+//!
+//! ```compile_fail,E0382
+//! // A queue handle is moved, not copied: a second poller cannot be made.
+//! use tqfwd::dpdk::{MbufBurst, RxQueue};
+//! fn two_pollers(q: RxQueue, burst: &mut MbufBurst) {
+//!     let mut mine = q;
+//!     let mut theirs = q; // error[E0382]: use of moved value: `q`
+//!     mine.rx_burst(burst, 32);
+//!     theirs.rx_burst(burst, 32);
+//! }
+//! ```
+//!
+//! ```compile_fail,E0599
+//! // ...nor cloned.
+//! use tqfwd::dpdk::TxQueue;
+//! fn twin(q: &TxQueue) -> TxQueue {
+//!     q.clone() // error[E0599]: no method named `clone`
+//! }
+//! ```
+//!
+//! ```compile_fail,E0596
+//! // A shared handle cannot poll: a burst needs the handle exclusively.
+//! use tqfwd::dpdk::{MbufBurst, RxQueue};
+//! fn poll_shared(q: &RxQueue, burst: &mut MbufBurst) -> usize {
+//!     q.rx_burst(burst, 32) // error[E0596]: cannot borrow `*q` as mutable
+//! }
+//! ```
+//!
+//! ```compile_fail,E0451
+//! // Outside `dpdk`, a handle cannot be made from raw ids.
+//! use tqfwd::dpdk::RxQueue;
+//! fn forge() -> RxQueue {
+//!     RxQueue { port: 0, queue: 7 } // error[E0451]: field `port` is private
+//! }
+//! ```
+//!
+//! ```compile_fail,E0451
+//! use tqfwd::dpdk::TxQueue;
+//! fn forge() -> TxQueue {
+//!     TxQueue { port: 0, queue: 7 } // error[E0451]: field `port` is private
+//! }
+//! ```
 
 use super::error::DpdkError;
 use super::mbuf::MbufBurst;
 use super::mempool::Mempool;
 use super::sys;
 use std::ffi::CStr;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 /// What a device reports about itself (`rte_eth_dev_info_get`).
 #[derive(Debug, Clone)]
@@ -78,12 +133,61 @@ pub fn tx_offload_multi_segs() -> u64 {
     unsafe { sys::tqfwd_tx_offload_multi_segs }
 }
 
-/// Handle to one ethdev port (a port id; the device lives in DPDK). The id
-/// is private: a `Port` comes only from [`Port::all`] or [`Port::by_id`],
-/// which check it against the ports DPDK has, because the fast path
-/// (`rx_burst`, `tx_burst`) does not.
+/// Handle to one ethdev port (a port id; the device lives in DPDK), for
+/// the control path: configure, start, link, MAC, counters. The id is
+/// private: a `Port` comes only from [`Port::all`] or [`Port::by_id`],
+/// which check it against the ports DPDK has. Bursts go through the queue
+/// handles [`configure`](Port::configure) returns (module doc).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Port(u16);
+
+/// What [`Port::configure`] asks `rte_eth_dev_configure` for.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct PortConf {
+    /// RX and TX queues: one handle each comes back.
+    pub rx_queues: u16,
+    pub tx_queues: u16,
+    /// RSS over these hash functions; 0: no RSS.
+    pub rss_hf: u64,
+    /// 0: the device's default MTU.
+    pub mtu: u32,
+    pub rx_offloads: u64,
+    pub tx_offloads: u64,
+}
+
+/// The queues of a port as [`Port::configure`] set it up: one handle per
+/// queue, in id order (`rx[q]` is RX queue `q`).
+pub struct PortQueues {
+    pub rx: Vec<RxQueue>,
+    pub tx: Vec<TxQueue>,
+}
+
+/// Ports with room in the handle counts below.
+const MAX_ETHPORTS: usize = sys::RTE_MAX_ETHPORTS as usize;
+
+/// Per port id: how many queue handles are alive, or [`CONFIGURING`] while
+/// [`Port::configure`] runs. A port is configured only from 0, so no
+/// handle outlives the configuration it was made for.
+static HANDLES: [AtomicU32; MAX_ETHPORTS] = [const { AtomicU32::new(0) }; MAX_ETHPORTS];
+
+/// [`HANDLES`] of a port being configured.
+const CONFIGURING: u32 = u32::MAX;
+
+/// One RX queue of one port, owned by the one stage that polls it (module
+/// doc). Made only by [`Port::configure`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct RxQueue {
+    port: u16,
+    queue: u16,
+}
+
+/// One TX queue of one port, owned by the one stage that transmits on it
+/// (module doc). Made only by [`Port::configure`].
+#[derive(Debug, PartialEq, Eq)]
+pub struct TxQueue {
+    port: u16,
+    queue: u16,
+}
 
 impl Port {
     /// Ports DPDK has probed (vdevs and bound NICs), in id order.
@@ -178,39 +282,60 @@ impl Port {
         })
     }
 
-    /// `rte_eth_dev_configure` with `rss_hf` != 0 enabling RSS over those
-    /// hash functions; `mtu` 0 leaves the device's default MTU.
-    pub fn configure(
-        self,
-        rx_queues: u16,
-        tx_queues: u16,
-        rss_hf: u64,
-        mtu: u32,
-        rx_offloads: u64,
-        tx_offloads: u64,
-    ) -> Result<(), DpdkError> {
-        let mut conf = sys::rte_eth_conf::default();
-        conf.rxmode.mtu = mtu;
-        conf.rxmode.offloads = rx_offloads;
-        if rss_hf != 0 {
-            conf.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
-            conf.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
-            conf.rx_adv_conf.rss_conf.rss_hf = rss_hf;
+    /// `rte_eth_dev_configure` as `conf` says (RSS when `rss_hf` != 0,
+    /// MTU 0 = the device's default); returns a handle for each queue it
+    /// configured. Refused (EBUSY) while a handle of an earlier
+    /// configuration is alive: drop them first.
+    pub fn configure(self, conf: &PortConf) -> Result<PortQueues, DpdkError> {
+        let (rx_queues, tx_queues) = (conf.rx_queues, conf.tx_queues);
+        let call = || {
+            format!(
+                "rte_eth_dev_configure(port {}, {rx_queues} RX, {tx_queues} TX queues)",
+                self.0
+            )
+        };
+        let handles = &HANDLES[self.0 as usize % MAX_ETHPORTS];
+        if handles
+            .compare_exchange(0, CONFIGURING, Ordering::Acquire, Ordering::Relaxed)
+            .is_err()
+        {
+            return Err(DpdkError {
+                call: call(),
+                code: libc::EBUSY,
+                text: "queue handles of its last configuration are still alive".into(),
+            });
         }
-        conf.txmode.offloads = tx_offloads;
+        let mut c = sys::rte_eth_conf::default();
+        c.rxmode.mtu = conf.mtu;
+        c.rxmode.offloads = conf.rx_offloads;
+        if conf.rss_hf != 0 {
+            c.rxmode.mq_mode = sys::RTE_ETH_MQ_RX_RSS;
+            c.rx_adv_conf.rss_conf.rss_key = std::ptr::null_mut();
+            c.rx_adv_conf.rss_conf.rss_hf = conf.rss_hf;
+        }
+        c.txmode.offloads = conf.tx_offloads;
         // SAFETY: valid pointer to an initialised config struct that DPDK
         // copies.
-        let ret = unsafe { sys::rte_eth_dev_configure(self.0, rx_queues, tx_queues, &conf) };
+        let ret = unsafe { sys::rte_eth_dev_configure(self.0, rx_queues, tx_queues, &c) };
         if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!(
-                    "rte_eth_dev_configure(port {}, {rx_queues} RX, {tx_queues} TX queues)",
-                    self.0
-                ),
-                ret,
-            ));
+            handles.store(0, Ordering::Release);
+            return Err(DpdkError::from_ret(call(), ret));
         }
-        Ok(())
+        // The queues DPDK now has, one handle each (dropping one counts
+        // it off).
+        handles.store(
+            u32::from(rx_queues) + u32::from(tx_queues),
+            Ordering::Release,
+        );
+        let port = self.0;
+        Ok(PortQueues {
+            rx: (0..rx_queues)
+                .map(|queue| RxQueue { port, queue })
+                .collect(),
+            tx: (0..tx_queues)
+                .map(|queue| TxQueue { port, queue })
+                .collect(),
+        })
     }
 
     /// Clamps descriptor counts to the device's limits and alignment.
@@ -220,56 +345,6 @@ impl Port {
         if ret != 0 {
             return Err(DpdkError::from_ret(
                 format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {})", self.0),
-                ret,
-            ));
-        }
-        Ok(())
-    }
-
-    pub fn setup_rx_queue(
-        self,
-        queue: u16,
-        descriptors: u16,
-        socket: i32,
-        pool: &Mempool,
-    ) -> Result<(), DpdkError> {
-        let socket = if socket < 0 { 0 } else { socket as u32 };
-        // SAFETY: NULL rxconf means the device default; the pool outlives
-        // the port (closed before the pool is freed).
-        let ret = unsafe {
-            sys::rte_eth_rx_queue_setup(
-                self.0,
-                queue,
-                descriptors,
-                socket,
-                std::ptr::null(),
-                pool.raw(),
-            )
-        };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_rx_queue_setup(port {}, queue {queue})", self.0),
-                ret,
-            ));
-        }
-        Ok(())
-    }
-
-    pub fn setup_tx_queue(
-        self,
-        queue: u16,
-        descriptors: u16,
-        socket: i32,
-    ) -> Result<(), DpdkError> {
-        let socket = if socket < 0 { 0 } else { socket as u32 };
-        // SAFETY: NULL txconf means the device default (with port-level
-        // offloads from configure()).
-        let ret = unsafe {
-            sys::rte_eth_tx_queue_setup(self.0, queue, descriptors, socket, std::ptr::null())
-        };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_tx_queue_setup(port {}, queue {queue})", self.0),
                 ret,
             ));
         }
@@ -288,8 +363,13 @@ impl Port {
         Ok(())
     }
 
-    pub fn stop(self) -> Result<(), DpdkError> {
-        // SAFETY: valid port id; no lcore polls it any more (caller's duty).
+    /// Stops the port: its RX descriptors' mbufs go back to the pool.
+    /// Crate-private: the caller makes sure no lcore is in a burst on it
+    /// (its lcores have returned, or its gate is closed and synchronized,
+    /// `forward::lifecycle`); a burst after the stop gets nothing (ethdev
+    /// points the port's bursts at dummies).
+    pub(crate) fn stop(self) -> Result<(), DpdkError> {
+        // SAFETY: valid port id; no burst on it is in progress (above).
         let ret = unsafe { sys::rte_eth_dev_stop(self.0) };
         if ret != 0 {
             return Err(DpdkError::from_ret(
@@ -301,8 +381,12 @@ impl Port {
     }
 
     /// Closes the port: its queues' mbufs go back to the pool.
-    pub fn close(self) -> Result<(), DpdkError> {
-        // SAFETY: stopped port, no lcore uses it.
+    /// Crate-private, as [`stop`](Self::stop): called once the lcores have
+    /// returned (`setup::ports::OpenPorts`). Queue handles may outlive it;
+    /// their bursts then get nothing, and the port is not configured again
+    /// while they live.
+    pub(crate) fn close(self) -> Result<(), DpdkError> {
+        // SAFETY: stopped port, no burst on it in progress.
         let ret = unsafe { sys::rte_eth_dev_close(self.0) };
         if ret != 0 {
             return Err(DpdkError::from_ret(
@@ -368,32 +452,62 @@ impl Port {
             rx_nombuf: s.rx_nombuf,
         }
     }
+}
+
+impl RxQueue {
+    /// The port's id.
+    #[inline]
+    pub fn port_id(&self) -> u16 {
+        self.port
+    }
+
+    /// The queue's id on its port.
+    #[inline]
+    pub fn id(&self) -> u16 {
+        self.queue
+    }
+
+    /// `rte_eth_rx_queue_setup` with `descriptors` on `socket`, receiving
+    /// into `pool`, which must outlive the port (closed before the pool is
+    /// freed).
+    pub fn setup(&self, descriptors: u16, socket: i32, pool: &Mempool) -> Result<(), DpdkError> {
+        let socket = if socket < 0 { 0 } else { socket as u32 };
+        // SAFETY: NULL rxconf means the device default; the pool outlives
+        // the port (above).
+        let ret = unsafe {
+            sys::rte_eth_rx_queue_setup(
+                self.port,
+                self.queue,
+                descriptors,
+                socket,
+                std::ptr::null(),
+                pool.raw(),
+            )
+        };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!(
+                    "rte_eth_rx_queue_setup(port {}, queue {})",
+                    self.port, self.queue
+                ),
+                ret,
+            ));
+        }
+        Ok(())
+    }
 
     /// Receives up to `max` mbufs into the free tail of `burst`.
     #[inline]
-    pub fn rx_burst(self, queue: u16, burst: &mut MbufBurst, max: usize) -> usize {
+    pub fn rx_burst(&mut self, burst: &mut MbufBurst, max: usize) -> usize {
         let (tail, room) = burst.raw_tail();
         let n = max.min(room).min(u16::MAX as usize) as u16;
         // SAFETY: `tail` points at `room` writable slots in the burst; the
-        // PMD writes at most n <= room handles of mbufs it hands to us.
-        let got = unsafe { sys::rte_eth_rx_burst(self.0, queue, tail, n) } as usize;
+        // PMD writes at most n <= room handles of mbufs it hands to us. The
+        // queue id is one `configure` set up, polled only through this
+        // handle (module doc).
+        let got = unsafe { sys::rte_eth_rx_burst(self.port, self.queue, tail, n) } as usize;
         burst.grow(got);
         got
-    }
-
-    /// Transmits from the front of `burst`; the sent mbufs now belong to the
-    /// PMD and are removed from the burst. Returns how many were sent.
-    #[inline]
-    pub fn tx_burst(self, queue: u16, burst: &mut MbufBurst) -> usize {
-        let n = burst.len().min(u16::MAX as usize) as u16;
-        if n == 0 {
-            return 0;
-        }
-        // SAFETY: the first n slots are live, owned mbufs; the PMD takes the
-        // first `sent` of them, which the burst then forgets.
-        let sent = unsafe { sys::rte_eth_tx_burst(self.0, queue, burst.raw_head(), n) } as usize;
-        burst.consume_front(sent);
-        sent
     }
 
     /// Receives up to `n` mbufs into `out`, for a queue lending its slots
@@ -404,13 +518,71 @@ impl Port {
     /// there are new handles the caller must own from then on.
     #[inline]
     pub(in crate::dpdk) unsafe fn rx_burst_raw(
-        self,
-        queue: u16,
+        &mut self,
         out: *mut *mut sys::rte_mbuf,
         n: u16,
     ) -> usize {
-        // SAFETY: caller's contract.
-        unsafe { sys::rte_eth_rx_burst(self.0, queue, out, n) as usize }
+        // SAFETY: caller's contract; the queue is one `configure` set up,
+        // polled only through this handle (module doc).
+        unsafe { sys::rte_eth_rx_burst(self.port, self.queue, out, n) as usize }
+    }
+}
+
+impl TxQueue {
+    /// The port's id.
+    #[inline]
+    pub fn port_id(&self) -> u16 {
+        self.port
+    }
+
+    /// The queue's id on its port.
+    #[inline]
+    pub fn id(&self) -> u16 {
+        self.queue
+    }
+
+    /// `rte_eth_tx_queue_setup` with `descriptors` on `socket`.
+    pub fn setup(&self, descriptors: u16, socket: i32) -> Result<(), DpdkError> {
+        let socket = if socket < 0 { 0 } else { socket as u32 };
+        // SAFETY: NULL txconf means the device default (with port-level
+        // offloads from configure()).
+        let ret = unsafe {
+            sys::rte_eth_tx_queue_setup(
+                self.port,
+                self.queue,
+                descriptors,
+                socket,
+                std::ptr::null(),
+            )
+        };
+        if ret != 0 {
+            return Err(DpdkError::from_ret(
+                format!(
+                    "rte_eth_tx_queue_setup(port {}, queue {})",
+                    self.port, self.queue
+                ),
+                ret,
+            ));
+        }
+        Ok(())
+    }
+
+    /// Transmits from the front of `burst`; the sent mbufs now belong to the
+    /// PMD and are removed from the burst. Returns how many were sent.
+    #[inline]
+    pub fn tx_burst(&mut self, burst: &mut MbufBurst) -> usize {
+        let n = burst.len().min(u16::MAX as usize) as u16;
+        if n == 0 {
+            return 0;
+        }
+        // SAFETY: the first n slots are live, owned mbufs; the PMD takes the
+        // first `sent` of them, which the burst then forgets. The queue id
+        // is one `configure` set up, used only through this handle (module
+        // doc).
+        let sent =
+            unsafe { sys::rte_eth_tx_burst(self.port, self.queue, burst.raw_head(), n) } as usize;
+        burst.consume_front(sent);
+        sent
     }
 
     /// Transmits from `mbufs` (`n` of them); returns how many the PMD took
@@ -420,12 +592,24 @@ impl Port {
     /// `mbufs` points at `n` live mbufs the caller owns.
     #[inline]
     pub(in crate::dpdk) unsafe fn tx_burst_raw(
-        self,
-        queue: u16,
+        &mut self,
         mbufs: *mut *mut sys::rte_mbuf,
         n: u16,
     ) -> usize {
-        // SAFETY: caller's contract.
-        unsafe { sys::rte_eth_tx_burst(self.0, queue, mbufs, n) as usize }
+        // SAFETY: caller's contract; the queue is one `configure` set up,
+        // used only through this handle (module doc).
+        unsafe { sys::rte_eth_tx_burst(self.port, self.queue, mbufs, n) as usize }
+    }
+}
+
+impl Drop for RxQueue {
+    fn drop(&mut self) {
+        HANDLES[self.port as usize % MAX_ETHPORTS].fetch_sub(1, Ordering::Release);
+    }
+}
+
+impl Drop for TxQueue {
+    fn drop(&mut self) {
+        HANDLES[self.port as usize % MAX_ETHPORTS].fetch_sub(1, Ordering::Release);
     }
 }

@@ -58,9 +58,9 @@
 //! work (alarms, other PMDs' events) waits up to [`MEMIF_HOLD`] while memif
 //! ports are polled.
 
+use crate::config::MAX_PORTS;
 use crate::dpdk::intr::InterruptHook;
 use crate::dpdk::{DpdkError, Port};
-use crate::report::stats::MAX_PORTS;
 use crossbeam_utils::CachePadded;
 use std::sync::atomic::{fence, AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

@@ -20,9 +20,8 @@ pub mod stages;
 pub mod tx;
 pub mod worker;
 
-use crate::config::cli::{Handoff, Options};
 use crate::config::{Lcore, Plan, MAX_PORTS};
-use crate::dpdk::{self, signal, Eal};
+use crate::dpdk::{self, signal, Eal, PacketInputs, PacketSender, TxQueue};
 use crate::error::RunError;
 use crate::report::capture::{
     writer_thread, Capture, CaptureCounters, CaptureFile, CaptureReport, WallClock, RING_SLOTS,
@@ -31,14 +30,16 @@ use crate::report::latency::{Histogram, HistogramSlot};
 use crate::report::metrics::{HandoffQueue, Sources};
 use crate::report::stats::LcoreCounters;
 use crate::report::telemetry::Live;
-use crate::setup::{Links, Resources};
+use crate::setup::handoff::{Links, Probed};
+use crate::setup::ports::{LcoreQueues, PolledQueue};
+use crate::setup::Resources;
 use lifecycle::{PortGates, PortMonitor};
-use rx::{RxQueue, RxStage};
+use rx::{RxPorts, RxRules, RxStage};
+use stages::StageCommon;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
-use tx::TxStage;
-use worker::{PortMap, WorkerStage};
+use tx::{TxPorts, TxStage};
+use worker::{PortMap, WorkerRules, WorkerStage};
 
 /// Progress of the shutdown, shared by all lcores.
 struct Phase {
@@ -87,12 +88,12 @@ pub struct Finished {
 
 impl Forwarding {
     /// Builds each lcore's stages from the plan, moving the hand-off
-    /// queues of `links` into them.
+    /// queues of `links` and the port queues of `queues` into them.
     pub fn new(
-        opts: &Options,
         plan: &Plan,
         res: &Resources,
         links: Links,
+        queues: LcoreQueues,
         files: Vec<CaptureFile>,
     ) -> Result<Forwarding, RunError> {
         let mut memif = [false; MAX_PORTS];
@@ -113,16 +114,16 @@ impl Forwarding {
             .iter()
             .map(|&l| (l, Arc::new(LcoreCounters::default())))
             .collect();
-        let (captures, taps) = captures(opts, plan, res, files)?;
-        let queues = handoff_queues(plan, &links);
-        let mut wiring = Wiring::new(opts, plan, res, links, gates.clone(), taps);
+        let (captures, taps) = captures(plan, res, files)?;
+        let probes = handoff_queues(plan, &links);
+        let mut wiring = Wiring::new(plan, res, links, queues, gates.clone(), taps);
         let work = counters
             .iter()
             .map(|(l, c)| (*l, Mutex::new(Some(wiring.lcore(*l, c)))))
             .collect();
         let sources = Sources {
             latency: wiring.latency_slots,
-            queues,
+            queues: probes,
             captures: captures
                 .iter()
                 .map(|c| (c.port, c.counters.clone()))
@@ -161,7 +162,7 @@ impl Forwarding {
     pub fn run(
         self,
         eal: &Eal,
-        opts: &Options,
+        plan: &Plan,
         res: &Resources,
         live: &Live,
     ) -> Result<Finished, RunError> {
@@ -177,9 +178,7 @@ impl Forwarding {
         let finished = AtomicBool::new(false);
         let capturing = !captures.is_empty();
         let clock = WallClock::new(dpdk::rdtsc(), dpdk::tsc_hz());
-        let stall = opts
-            .debug_capture_stall
-            .map(|ms| Duration::from_millis(ms as u64));
+        let stall = plan.capture.writer_stall;
         let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
         let (pools, ports) = (&res.pools, &res.ports);
         // A dpdk-dumpcap that detaches frees its pool only after every
@@ -194,7 +193,7 @@ impl Forwarding {
             let reporter = std::thread::Builder::new()
                 .name("tqfwd-stats".into())
                 .spawn_scoped(scope, || {
-                    crate::report::live::stats_thread(&finished, live, pools, ports, opts)
+                    crate::report::live::stats_thread(&finished, live, pools, ports, &plan.live)
                 });
             if let Err(e) = &reporter {
                 log::warn!("no stats thread ({e}): stats lines and --duration are off");
@@ -269,7 +268,7 @@ impl Forwarding {
 /// Every hand-off queue of the links, named by stage and lcores (a shared
 /// queue's producers joined by `+`).
 fn handoff_queues(plan: &Plan, links: &Links) -> Vec<HandoffQueue> {
-    let named = |stage, from: &[Lcore], to: &[Lcore], p: &crate::setup::handoff::Probed| {
+    let named = |stage, from: &[Lcore], to: &[Lcore], p: &Probed| {
         let producers: Vec<String> = p.producers.iter().map(|&i| from[i].to_string()).collect();
         HandoffQueue {
             stage,
@@ -294,7 +293,6 @@ fn handoff_queues(plan: &Plan, links: &Links) -> Vec<HandoffQueue> {
 /// Builds each capture's pool and ring: the writer sides, and per RX
 /// stage the taps it copies into (one sender per RX stage and capture).
 fn captures(
-    opts: &Options,
     plan: &Plan,
     res: &Resources,
     files: Vec<CaptureFile>,
@@ -306,7 +304,7 @@ fn captures(
         let info = &res.infos[f.port as usize];
         // Room for a full ring plus a burst in flight per RX lcore; a copy
         // that finds the pool empty is a dropped copy, like a full ring.
-        let mbufs = 2 * RING_SLOTS + (n_rx * crate::dpdk::mbuf::MAX_BURST) as u32;
+        let mbufs = 2 * RING_SLOTS + (n_rx * crate::queue::MAX_BURST) as u32;
         let (senders, receiver) = crate::dpdk::capture::capture_channel(
             &format!("cap{}", f.port),
             RING_SLOTS,
@@ -315,7 +313,7 @@ fn captures(
             n_rx,
         )
         .map_err(|e| RunError::Runtime(format!("--capture {}: {e}", f.port)))?;
-        let counters = Arc::new(CaptureCounters::new(opts.capture_count));
+        let counters = Arc::new(CaptureCounters::new(plan.capture.count));
         for (stage, sender) in senders.into_iter().enumerate() {
             taps[stage].push(capture::Tap {
                 port: f.port,
@@ -334,17 +332,19 @@ fn some<T>(v: Vec<T>) -> Vec<Option<T>> {
 
 /// Hands out the stages' parts, lcore by lcore.
 struct Wiring<'a> {
-    opts: &'a Options,
     plan: &'a Plan,
     res: &'a Resources,
     gates: Arc<PortGates>,
     map: PortMap,
-    class_queues: Vec<bool>,
     policy: rate::FullPolicy,
-    rx_senders: Vec<Option<Vec<crate::setup::handoff::Sender>>>,
-    worker_inputs: Vec<Option<crate::setup::handoff::InputSet>>,
-    worker_senders: Vec<Option<Vec<crate::setup::handoff::Sender>>>,
-    tx_inputs: Vec<Option<crate::setup::handoff::InputSet>>,
+    rx_senders: Vec<Option<Vec<PacketSender>>>,
+    worker_inputs: Vec<Option<PacketInputs>>,
+    worker_senders: Vec<Option<Vec<PacketSender>>>,
+    tx_inputs: Vec<Option<PacketInputs>>,
+    /// Each RX stage's port queues.
+    rx_queues: Vec<Option<Vec<PolledQueue>>>,
+    /// Each TX lcore's port queues (one per port).
+    tx_queues: Vec<Option<Vec<TxQueue>>>,
     /// `--capture` taps per RX stage.
     taps: Vec<Vec<capture::Tap>>,
     /// `--latency` with `--metrics`: each TX stage's histogram slot.
@@ -353,10 +353,10 @@ struct Wiring<'a> {
 
 impl<'a> Wiring<'a> {
     fn new(
-        opts: &'a Options,
         plan: &'a Plan,
         res: &'a Resources,
         links: Links,
+        queues: LcoreQueues,
         gates: Arc<PortGates>,
         taps: Vec<Vec<capture::Tap>>,
     ) -> Self {
@@ -371,21 +371,25 @@ impl<'a> Wiring<'a> {
             map.src_mac[i] = res.macs[i];
             map.dst_mac[i] = [0x02, 0, 0, 0, 0, i as u8];
         }
-        for (p, mac) in &opts.peer_mac {
+        for (p, mac) in &plan.stages.peer_mac {
             map.dst_mac[*p as usize] = mac.0;
         }
         Wiring {
-            opts,
             plan,
             res,
             gates,
             map,
-            class_queues: res.class_queues(),
-            policy: rate::FullPolicy::new(opts.on_full, opts.drop_after as u64, dpdk::tsc_hz()),
+            policy: rate::FullPolicy::new(
+                plan.stages.on_full,
+                plan.stages.drop_after_us as u64,
+                dpdk::tsc_hz(),
+            ),
             rx_senders: some(links.rx.senders),
             worker_inputs: some(links.rx.inputs),
             worker_senders: some(links.tx.senders),
             tx_inputs: some(links.tx.inputs),
+            rx_queues: some(queues.rx),
+            tx_queues: some(queues.tx),
             taps,
             latency_slots: Vec::new(),
         }
@@ -398,7 +402,7 @@ impl<'a> Wiring<'a> {
                 .rx_stages
                 .iter()
                 .position(|&x| x == l)
-                .map(|stage| self.rx_stage(l, stage, c)),
+                .map(|stage| self.rx_stage(stage, c)),
             worker: plan
                 .workers
                 .iter()
@@ -414,97 +418,84 @@ impl<'a> Wiring<'a> {
         }
     }
 
-    /// The queues an RX lcore polls: its queue on every port, and on ports
-    /// with dedicated class queues, the queue of each class it leads.
-    fn rx_queues(&self, l: Lcore) -> Vec<RxQueue> {
-        let (plan, ports) = (self.plan, &self.res.ports);
-        let mut queues = Vec::new();
-        if let Some(q) = plan.layout.rx.iter().position(|&x| x == l) {
-            queues.extend(ports.iter().map(|&port| RxQueue {
-                port,
-                queue: q as u16,
-                class: 0,
-            }));
+    /// What every stage of the lcore with counters `c` shares.
+    fn common(&self, c: &Arc<LcoreCounters>) -> StageCommon {
+        StageCommon {
+            burst: self.plan.burst as usize,
+            policy: self.policy,
+            counters: c.clone(),
         }
-        let n_rx = plan.layout.rx.len();
-        for (k, c) in self.opts.class.iter().enumerate() {
-            if c.lcores[0] == l {
-                for (i, &port) in ports.iter().enumerate() {
-                    if self.class_queues[i] {
-                        queues.push(RxQueue {
-                            port,
-                            queue: (n_rx + k) as u16,
-                            class: (k + 1) as u8,
-                        });
-                    }
-                }
-            }
-        }
-        queues
     }
 
-    fn rx_stage(&mut self, l: Lcore, stage: usize, c: &Arc<LcoreCounters>) -> RxStage {
-        let (opts, burst) = (self.opts, self.opts.burst as usize);
-        let queues = self.rx_queues(l);
+    fn rx_stage(&mut self, stage: usize, c: &Arc<LcoreCounters>) -> RxStage {
+        let plan = self.plan;
+        let burst = plan.burst as usize;
+        let queues = self.rx_queues[stage].take().expect("rx queues");
         let nic_ring = self.res.rx_desc as usize * queues.len().max(1);
-        let n_stages = self.plan.rx_stages.len() as f64;
-        RxStage::new(
-            queues,
-            self.rx_senders[stage].take().expect("rx senders"),
-            burst,
-            self.policy,
+        let n_stages = plan.rx_stages.len() as f64;
+        let rules = RxRules {
             // Each RX lcore takes its share of the rate; what the NIC can
             // hold for it is its queues' descriptors.
-            opts.rx_rate.map(|mpps| {
+            rate: plan.stages.rx_rate_mpps.map(|mpps| {
                 rate::TokenBucket::new(mpps * 1e6 / n_stages, dpdk::tsc_hz(), nic_ring, burst)
             }),
-            self.res.stamp.map(|f| (f, opts.latency_sample)),
-            opts.class.iter().map(|c| c.matcher).collect(),
-            self.plan.class_workers.clone(),
-            self.gates.clone(),
-            c.clone(),
+            stamp: self.res.stamp.zip(plan.latency),
+            classes: plan.classes.iter().map(|c| c.matcher).collect(),
+            class_workers: plan.class_workers.clone(),
+        };
+        RxStage::new(
+            RxPorts {
+                queues,
+                gates: self.gates.clone(),
+            },
+            self.rx_senders[stage].take().expect("rx senders"),
+            self.common(c),
+            rules,
         )
         .with_capture(capture::Taps::new(std::mem::take(&mut self.taps[stage])))
-        .with_zero_copy(opts.handoff == Handoff::ZeroCopy)
+        .with_zero_copy(plan.handoff.zero_copy())
     }
 
     fn worker_stage(&mut self, w: usize, c: &Arc<LcoreCounters>) -> WorkerStage {
-        let opts = self.opts;
+        let plan = self.plan;
+        let rules = WorkerRules {
+            map: self.map.clone(),
+            rewrite: plan.stages.mac_rewrite,
+            work_cycles: plan.stages.worker_cycles as u64,
+            class: plan.worker_class(w),
+            stall: plan
+                .stages
+                .stall_worker
+                .filter(|&(idx, _)| idx as usize == w)
+                .map(|(_, length)| length),
+        };
         WorkerStage::new(
             self.worker_inputs[w].take().expect("worker inputs"),
             self.worker_senders[w].take().expect("worker senders"),
-            opts.burst as usize,
-            self.policy,
-            self.map.clone(),
-            !opts.no_mac_rewrite,
-            opts.worker_cycles as u64,
-            self.plan.worker_class(w),
-            opts.debug_stall_worker
-                .filter(|&(idx, _)| idx as usize == w)
-                .map(|(_, ms)| Duration::from_millis(ms as u64)),
-            c.clone(),
+            self.common(c),
+            rules,
         )
-        .with_zero_copy(opts.handoff == Handoff::ZeroCopy)
+        .with_zero_copy(plan.handoff.zero_copy())
     }
 
     fn tx_stage(&mut self, t: usize, c: &Arc<LcoreCounters>) -> TxStage {
-        let slot = (self.res.stamp.is_some() && self.opts.metrics.is_some()).then(|| {
+        let slot = (self.res.stamp.is_some() && self.plan.stages.publish_latency).then(|| {
             let slot = Arc::new(HistogramSlot::default());
             self.latency_slots.push(slot.clone());
             slot
         });
         TxStage::new(
             self.tx_inputs[t].take().expect("tx inputs"),
-            self.res.ports.iter().map(|&p| (p, t as u16)).collect(),
-            self.map.out_port,
-            self.opts.burst as usize,
+            TxPorts {
+                queues: self.tx_queues[t].take().expect("tx queues"),
+                out_port: self.map.out_port,
+                gates: self.gates.clone(),
+            },
+            self.common(c),
             self.res.stamp,
-            self.policy,
-            self.gates.clone(),
-            c.clone(),
         )
         .with_latency_slot(slot, dpdk::tsc_hz() / LATENCY_PUBLISH_PER_S)
-        .with_zero_copy(self.opts.handoff == Handoff::ZeroCopy)
+        .with_zero_copy(self.plan.handoff.zero_copy())
     }
 }
 

@@ -4,39 +4,48 @@
 use super::capture::Taps;
 use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
-use super::stages::{flush_buckets, reduce};
-use crate::config::class::WorkerRange;
-use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
-use crate::report::stats::{
-    bump, DropReason, LcoreCounters, IN_PLACE_RX, MAX_APP_CLASSES, MAX_PORTS,
-};
-use crate::setup::handoff::Sender;
+use super::stages::{flush_buckets, reduce, Drops, StageCommon};
+use crate::config::class::{WorkerRange, MAX_CLASSES};
+use crate::config::MAX_PORTS;
+use crate::dpdk::{self, Burst, MbufBurst, Packet, PacketSender, U64Field};
+use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_RX};
+use crate::setup::ports::PolledQueue;
 use crate::wire;
 use crate::wire::flow::{flow_key, FlowMatch};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
-/// One RX queue an RX stage polls.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct RxQueue {
-    pub port: Port,
-    pub queue: u16,
-    /// 0: a normal queue; k: class k's dedicated (rte_flow) queue.
-    pub class: u8,
+/// The port queues an RX stage polls (it owns their handles), and the
+/// gates saying which ports it may poll now.
+pub struct RxPorts {
+    pub queues: Vec<PolledQueue>,
+    pub gates: Arc<PortGates>,
+}
+
+/// What an RX stage does with what it receives, besides handing it on.
+pub struct RxRules {
+    /// `--rx-rate`: this stage's share.
+    pub rate: Option<TokenBucket>,
+    /// `--latency`: the RX-timestamp field and 1-in-N sampling.
+    pub stamp: Option<(U64Field, u32)>,
+    /// `--class`: each class's matcher, in order (empty: no classes)...
+    pub classes: Vec<FlowMatch>,
+    /// ...and its worker index range, index 0 = default.
+    pub class_workers: Vec<WorkerRange>,
 }
 
 /// Polls one RX queue on every port and spreads packets over the workers by
 /// flow (RSS hash when the NIC gave one, else a 5-tuple hash), so a flow
 /// always takes one worker and keeps its order.
 pub struct RxStage {
-    queues: Vec<RxQueue>,
+    queues: Vec<PolledQueue>,
     /// Application classes (`--class`), in order; empty = no classes.
     classes: Vec<FlowMatch>,
     /// Worker index range per class, index 0 = default.
     class_workers: Vec<WorkerRange>,
     /// Class of each worker bucket.
     bucket_class: Vec<u8>,
-    senders: Vec<Sender>,
+    senders: Vec<PacketSender>,
     buckets: Vec<Burst<Packet>>,
     /// Hold state per worker bucket (`--on-full drop`).
     holds: Vec<Hold>,
@@ -65,19 +74,26 @@ pub struct RxStage {
 }
 
 impl RxStage {
-    #[allow(clippy::too_many_arguments)]
+    /// Polls `ports` and hands what it receives to the workers through
+    /// `senders` (one per worker).
     pub fn new(
-        queues: Vec<RxQueue>,
-        senders: Vec<Sender>,
-        burst: usize,
-        policy: FullPolicy,
-        rate: Option<TokenBucket>,
-        stamp: Option<(U64Field, u32)>,
-        classes: Vec<FlowMatch>,
-        class_workers: Vec<WorkerRange>,
-        gates: Arc<PortGates>,
-        counters: Arc<LcoreCounters>,
+        ports: RxPorts,
+        senders: Vec<PacketSender>,
+        common: StageCommon,
+        rules: RxRules,
     ) -> Self {
+        let RxPorts { queues, gates } = ports;
+        let StageCommon {
+            burst,
+            policy,
+            counters,
+        } = common;
+        let RxRules {
+            rate,
+            stamp,
+            classes,
+            class_workers,
+        } = rules;
         let n_workers = senders.len() as u32;
         let mut bucket_class = vec![0u8; senders.len()];
         for (k, r) in class_workers.iter().enumerate() {
@@ -123,19 +139,14 @@ impl RxStage {
         self
     }
 
-    /// Zero-copy RX of one queue (see `packet_queue::PacketSender::receive_from`):
+    /// Zero-copy RX of queue `i` (see `packet_queue::PacketSender::receive_from`):
     /// `None` when the worker's queue has no room (nothing received).
     #[inline]
-    fn receive_in_place(
-        &mut self,
-        port: Port,
-        queue: u16,
-        max: usize,
-        now: &mut u64,
-    ) -> Option<usize> {
+    fn receive_in_place(&mut self, i: usize, max: usize, now: &mut u64) -> Option<usize> {
         let stamp = self.stamp;
         let since_sample = &mut self.since_sample;
-        self.senders[0].receive_from(port, queue, max, |m| {
+        let queue = &mut self.queues[i].queue;
+        self.senders[0].receive_from(queue, max, |m| {
             let Some((field, sample)) = stamp else {
                 return false;
             };
@@ -168,9 +179,11 @@ impl RxStage {
             &mut self.senders,
             &mut self.holds,
             self.policy,
-            &self.counters,
-            DropReason::RxHandoffFull,
-            &self.bucket_class,
+            Drops {
+                counters: &self.counters,
+                reason: DropReason::RxHandoffFull,
+                bucket_class: &self.bucket_class,
+            },
         )
     }
 
@@ -211,7 +224,7 @@ impl RxStage {
         if !self.classes.is_empty() {
             // Software classification (also on dedicated queues: a rule
             // steers, the classifier decides).
-            let mut per_class = [0u64; MAX_APP_CLASSES + 1];
+            let mut per_class = [0u64; MAX_CLASSES + 1];
             self.rx.move_each(|m| {
                 let p = to_packet(m);
                 let (head, frame_len) = p.head(&mut scratch);
@@ -310,13 +323,13 @@ impl RxStage {
             } else {
                 self.first_queue + k
             };
-            let RxQueue { port, queue, class } = self.queues[i];
+            let (port, class) = (self.queues[i].queue.port_id(), self.queues[i].class);
             // The buckets are handed on once per pass (one queue operation
             // for all ports' packets), unless one could overflow first.
             if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
                 break;
             }
-            if blocked.has(port.id()) {
+            if blocked.has(port) {
                 continue;
             }
             // In place: received straight into the worker's queue. Its
@@ -324,7 +337,7 @@ impl RxStage {
             // worker's are to be dropped: then the burst path receives them
             // and its Hold decides.
             let in_place = if self.zero_copy && self.capture.is_none() {
-                match self.receive_in_place(port, queue, self.burst.min(allowance), &mut rx_now) {
+                match self.receive_in_place(i, self.burst.min(allowance), &mut rx_now) {
                     None if self.policy.wait => break,
                     got => got,
                 }
@@ -336,7 +349,9 @@ impl RxStage {
                     self.holds[0].took();
                     n
                 }
-                None => port.rx_burst(queue, &mut self.rx, self.burst.min(allowance)),
+                None => self.queues[i]
+                    .queue
+                    .rx_burst(&mut self.rx, self.burst.min(allowance)),
             };
             if n == 0 {
                 continue;
@@ -344,7 +359,7 @@ impl RxStage {
             total += n;
             allowance -= n;
             bump(
-                &self.counters.rx_port_packets[port.id() as usize % MAX_PORTS],
+                &self.counters.rx_port_packets[port as usize % MAX_PORTS],
                 n as u64,
             );
             if in_place.is_some() {
@@ -355,7 +370,7 @@ impl RxStage {
             }
             // `--capture`: copies of the first frames (one branch when off).
             if let Some(taps) = self.capture.as_deref_mut() {
-                if !taps.tap(port.id(), self.rx.as_slice(), &mut rx_now) {
+                if !taps.tap(port, self.rx.as_slice(), &mut rx_now) {
                     self.capture = None;
                 }
             }

@@ -35,9 +35,30 @@
 //! bursts, as with `--handoff copy`.
 
 use super::rate::{FullPolicy, Hold};
-use crate::dpdk::{self, Burst, Packet};
-use crate::report::stats::{bump, DropReason, LcoreCounters, MAX_APP_CLASSES};
-use crate::setup::handoff::{InputSet, Sender};
+use crate::config::class::MAX_CLASSES;
+use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender};
+use crate::report::stats::{bump, DropReason, LcoreCounters};
+use std::sync::Arc;
+
+/// What every stage of an lcore is built with, whatever its role.
+#[derive(Clone)]
+pub struct StageCommon {
+    /// Packets taken per poll at most (`--burst`).
+    pub burst: usize,
+    /// What to do with packets a consumer refuses.
+    pub policy: FullPolicy,
+    /// The lcore's counters.
+    pub counters: Arc<LcoreCounters>,
+}
+
+/// Where [`flush_buckets`] counts what it drops: the stage's counters,
+/// under its hand-off drop reason and each bucket's application class
+/// (`bucket_class[i]`, 0 = default).
+pub(super) struct Drops<'a> {
+    pub counters: &'a LcoreCounters,
+    pub reason: DropReason,
+    pub bucket_class: &'a [u8],
+}
 
 /// Attempts at `rte_eth_tx_burst` for one batch before the rest is freed
 /// and counted as `tx_full`.
@@ -83,19 +104,20 @@ pub(super) fn reduce(hash: u32, n: u32) -> usize {
 /// Hands every non-empty bucket to its sender. What a sender refuses
 /// stays in its bucket (the caller then takes no input: back-pressure)
 /// unless the bucket's [`Hold`] says to drop it: then it is freed and
-/// counted under `reason` (and the bucket's application class,
-/// `bucket_class[i]`, 0 = default). Returns false when something stayed.
+/// counted as `drops` says. Returns false when something stayed.
 #[inline]
-#[allow(clippy::too_many_arguments)]
 pub(super) fn flush_buckets(
     buckets: &mut [Burst<Packet>],
-    senders: &mut [Sender],
+    senders: &mut [PacketSender],
     holds: &mut [Hold],
     policy: FullPolicy,
-    counters: &LcoreCounters,
-    reason: DropReason,
-    bucket_class: &[u8],
+    drops: Drops<'_>,
 ) -> bool {
+    let Drops {
+        counters,
+        reason,
+        bucket_class,
+    } = drops;
     let mut all_sent = true;
     for (i, ((bucket, sender), hold)) in buckets
         .iter_mut()
@@ -117,7 +139,7 @@ pub(super) fn flush_buckets(
             counters.count_drop(reason, bucket.len() as u64);
             let class = bucket_class.get(i).copied().unwrap_or(0) as usize;
             bump(
-                &counters.class_drops[class % (MAX_APP_CLASSES + 1)],
+                &counters.class_drops[class % (MAX_CLASSES + 1)],
                 bucket.len() as u64,
             );
             bucket.free_all();
@@ -133,7 +155,7 @@ pub(super) fn flush_buckets(
 /// is empty, sets `done`: nothing can arrive any more.
 #[inline]
 pub(super) fn receive(
-    inputs: &mut InputSet,
+    inputs: &mut PacketInputs,
     inbuf: &mut Burst<Packet>,
     burst: usize,
     upstream_done: bool,

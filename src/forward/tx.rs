@@ -4,13 +4,24 @@
 
 use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold};
-use super::stages::{receive, TX_RETRIES, TX_STALL_GIVE_UP_S};
-use crate::dpdk::{self, Burst, MbufBurst, Packet, Port, U64Field};
+use super::stages::{receive, StageCommon, TX_RETRIES, TX_STALL_GIVE_UP_S};
+use crate::config::MAX_PORTS;
+use crate::dpdk::{self, Burst, MbufBurst, Packet, PacketInputs, TxQueue, U64Field};
 use crate::report::latency::{Histogram, HistogramSlot};
-use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_TX, MAX_PORTS};
-use crate::setup::handoff::InputSet;
+use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_TX};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
+
+/// The port queues a TX stage transmits on (it owns their handles), where
+/// each input port's packets leave, and the gates saying which ports take
+/// bursts now.
+pub struct TxPorts {
+    /// This lcore's TX queue on every port, in port order.
+    pub queues: Vec<TxQueue>,
+    /// out_port[in] = the port frames received on `in` leave by.
+    pub out_port: [u16; MAX_PORTS],
+    pub gates: Arc<PortGates>,
+}
 
 /// Takes packets from the workers, groups them by output port and
 /// transmits on this lcore's TX queue of that port, retrying a partial
@@ -21,10 +32,10 @@ pub struct TxStage {
     /// Which ports may be polled now (port lifecycle); a closed port
     /// refuses like a full one.
     gates: Arc<PortGates>,
-    inputs: InputSet,
+    inputs: PacketInputs,
     inbuf: Burst<Packet>,
-    /// Indexed by port id: (port, this lcore's TX queue on it).
-    ports: Vec<(Port, u16)>,
+    /// Indexed by port id: this lcore's TX queue on it.
+    ports: Vec<TxQueue>,
     buckets: Vec<MbufBurst>,
     out_port: [u16; MAX_PORTS],
     burst: usize,
@@ -49,17 +60,24 @@ pub struct TxStage {
 }
 
 impl TxStage {
-    #[allow(clippy::too_many_arguments)]
+    /// Takes packets from `inputs` and transmits them on `ports`; with
+    /// `latency` (`--latency`), reads the RX timestamp of the samples.
     pub fn new(
-        inputs: InputSet,
-        ports: Vec<(Port, u16)>,
-        out_port: [u16; MAX_PORTS],
-        burst: usize,
+        inputs: PacketInputs,
+        ports: TxPorts,
+        common: StageCommon,
         latency: Option<U64Field>,
-        policy: FullPolicy,
-        gates: Arc<PortGates>,
-        counters: Arc<LcoreCounters>,
     ) -> Self {
+        let TxPorts {
+            queues: ports,
+            out_port,
+            gates,
+        } = ports;
+        let StageCommon {
+            burst,
+            policy,
+            counters,
+        } = common;
         TxStage {
             gates,
             policy,
@@ -135,12 +153,12 @@ impl TxStage {
             if bucket.is_empty() {
                 continue;
             }
-            let (port, queue) = self.ports[p];
-            let open = !blocked.has(port.id());
+            let queue = &mut self.ports[p];
+            let open = !blocked.has(queue.port_id());
             let mut tries = 0;
             loop {
                 if open {
-                    let sent = port.tx_burst(queue, bucket);
+                    let sent = queue.tx_burst(bucket);
                     if sent != 0 {
                         bump(&self.counters.tx_port_packets[p], sent as u64);
                         hold.took();
@@ -237,13 +255,13 @@ impl TxStage {
                 },
                 |in_port, run| {
                     let out = out_port[in_port as usize % MAX_PORTS] as usize;
-                    let (port, queue) = ports[out];
+                    let queue = &mut ports[out];
                     let hold = &mut holds[out];
-                    let open = !blocked.has(port.id());
+                    let open = !blocked.has(queue.port_id());
                     let mut tries = 0;
                     loop {
                         if open {
-                            let sent = run.tx_burst(port, queue);
+                            let sent = run.tx_burst(queue);
                             if sent != 0 {
                                 bump(&counters.tx_port_packets[out], sent as u64);
                                 hold.took();

@@ -3,12 +3,11 @@
 //! (`--handoff zero-copy`) where there is one TX lcore.
 
 use super::rate::{FullPolicy, Hold};
-use super::stages::{flush_buckets, receive, synthetic_work};
-use crate::dpdk::{self, Burst, Packet};
-use crate::report::stats::{
-    bump, DropReason, LcoreCounters, IN_PLACE_WORKER, MAX_APP_CLASSES, MAX_PORTS,
-};
-use crate::setup::handoff::{InputSet, Sender};
+use super::stages::{flush_buckets, receive, synthetic_work, Drops, StageCommon};
+use crate::config::class::MAX_CLASSES;
+use crate::config::MAX_PORTS;
+use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender};
+use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_WORKER};
 use crate::wire::{self, FrameClass};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -25,11 +24,24 @@ pub struct PortMap {
     pub src_mac: [[u8; 6]; MAX_PORTS],
 }
 
+/// What a worker does to each packet.
+pub struct WorkerRules {
+    pub map: PortMap,
+    /// Rewrite the MACs (not `--no-mac-rewrite`).
+    pub rewrite: bool,
+    /// `--worker-cycles`: synthetic work per packet, in TSC cycles.
+    pub work_cycles: u64,
+    /// The application class this worker serves (0 = default).
+    pub class: u8,
+    /// `--debug-stall-worker`: sleep this long once, at the first packet.
+    pub stall: Option<std::time::Duration>,
+}
+
 /// Parses and classifies each frame, rewrites its MACs (l2fwd convention),
 /// drops runts, and hands the rest to the TX lcore of its output port.
 pub struct WorkerStage {
-    inputs: InputSet,
-    senders: Vec<Sender>,
+    inputs: PacketInputs,
+    senders: Vec<PacketSender>,
     buckets: Vec<Burst<Packet>>,
     /// Hold state per TX bucket (`--on-full drop`).
     holds: Vec<Hold>,
@@ -52,19 +64,26 @@ pub struct WorkerStage {
 }
 
 impl WorkerStage {
-    #[allow(clippy::too_many_arguments)]
+    /// Takes packets from `inputs` and hands them to the TX lcores through
+    /// `senders` (one per TX lcore).
     pub fn new(
-        inputs: InputSet,
-        senders: Vec<Sender>,
-        burst: usize,
-        policy: FullPolicy,
-        map: PortMap,
-        rewrite: bool,
-        work_cycles: u64,
-        class: u8,
-        stall: Option<std::time::Duration>,
-        counters: Arc<LcoreCounters>,
+        inputs: PacketInputs,
+        senders: Vec<PacketSender>,
+        common: StageCommon,
+        rules: WorkerRules,
     ) -> Self {
+        let StageCommon {
+            burst,
+            policy,
+            counters,
+        } = common;
+        let WorkerRules {
+            map,
+            rewrite,
+            work_cycles,
+            class,
+            stall,
+        } = rules;
         WorkerStage {
             bucket_class: vec![class; senders.len()],
             inputs,
@@ -103,9 +122,11 @@ impl WorkerStage {
             &mut self.senders,
             &mut self.holds,
             self.policy,
-            &self.counters,
-            DropReason::WorkerHandoffFull,
-            &self.bucket_class,
+            Drops {
+                counters: &self.counters,
+                reason: DropReason::WorkerHandoffFull,
+                bucket_class: &self.bucket_class,
+            },
         )
     }
 
@@ -210,7 +231,7 @@ impl WorkerStage {
                 .count_drop(DropReason::WorkerHandoffFull, refused as u64);
             let class = self.bucket_class[0] as usize;
             bump(
-                &self.counters.class_drops[class % (MAX_APP_CLASSES + 1)],
+                &self.counters.class_drops[class % (MAX_CLASSES + 1)],
                 refused as u64,
             );
         }

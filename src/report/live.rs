@@ -7,7 +7,7 @@
 
 use super::stats::{self, Totals};
 use super::telemetry::Live;
-use crate::config::cli::Options;
+use crate::config::LivePlan;
 use crate::dpdk::{signal, Mempool, Port};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -19,15 +19,15 @@ pub const STATUS_PERIOD_S: f64 = 1.0;
 /// when non-zero), logs the totals on SIGUSR1, keeps the live mbuf count for
 /// telemetry, sends systemd STATUS= once a second and STOPPING=1 once the
 /// quit is requested, and requests the quit after `duration`, until
-/// `finished`.
+/// `finished` (`interval` and `duration` from `plan`).
 pub fn stats_thread(
     finished: &AtomicBool,
     live: &Live,
     pools: &[Mempool],
     ports: &[Port],
-    opts: &Options,
+    plan: &LivePlan,
 ) {
-    let (interval, duration) = (opts.stats_interval, opts.duration);
+    let (interval, duration) = (plan.stats_interval, plan.duration);
     let start = Instant::now();
     let mut prev = Totals::default();
     let mut next_line = interval;

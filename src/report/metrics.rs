@@ -75,6 +75,7 @@ use super::latency::{cycles_to_ns, Histogram, HistogramSlot};
 use super::metrics_http::{self, Limits, Page};
 use super::stats::{DropReason, Totals};
 use super::telemetry::Live;
+use crate::config::Roles;
 use crate::dpdk::{self, signal, Port, QueueProbe};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
@@ -414,7 +415,7 @@ fn port_metrics(e: &mut DescriptorEncoder, live: &Live, t: &Totals) -> fmt::Resu
 }
 
 fn lcore_metrics(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
-    let labels = |l: &crate::dpdk::Lcore, roles: &super::stats::Roles| {
+    let labels = |l: &crate::dpdk::Lcore, roles: &Roles| {
         vec![("lcore", l.to_string()), ("role", roles.names().join("+"))]
     };
     let loads: Vec<_> = live.lcores.iter().map(|(_, _, c)| c.load()).collect();
@@ -450,8 +451,7 @@ fn lcore_metrics(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
         "loop iterations that found nothing to do",
         per_lcore(&|l| l.idle_polls),
     )?;
-    let per_role = |has: fn(&super::stats::Roles) -> bool,
-                    f: fn(&super::stats::LcoreCounters) -> u64| {
+    let per_role = |has: fn(&Roles) -> bool, f: fn(&super::stats::LcoreCounters) -> u64| {
         live.lcores
             .iter()
             .filter(|(_, roles, _)| has(roles))

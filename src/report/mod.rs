@@ -19,7 +19,6 @@ pub mod stats;
 pub mod systemd;
 pub mod telemetry;
 
-use crate::config::cli::Options;
 use crate::config::{Lcore, Machine, Plan};
 use crate::dpdk::{self, signal};
 use crate::setup::Resources;
@@ -33,15 +32,14 @@ use std::time::Instant;
 
 /// The live view telemetry and the stats thread read while forwarding.
 pub fn live(
-    opts: &Options,
     plan: &Plan,
     res: &Resources,
     counters: &[(Lcore, Arc<LcoreCounters>)],
     captures: Vec<(u16, Arc<CaptureCounters>)>,
 ) -> Arc<telemetry::Live> {
     Arc::new(telemetry::Live {
-        backend: opts.backend.name(),
-        topology: opts.topology.name(),
+        backend: plan.handoff.backend.name(),
+        topology: plan.handoff.topology.name(),
         lcores: counters
             .iter()
             .map(|(l, c)| (*l, plan.roles(*l), c.clone()))
@@ -53,7 +51,7 @@ pub fn live(
             .map(|(p, i)| (p.id(), i.name.clone(), i.driver.clone()))
             .collect(),
         rx_lcores: plan.layout.rx.clone(),
-        class_names: class_names(opts),
+        class_names: class_names(plan),
         started: Instant::now(),
         mbufs_in_use: AtomicU64::new(0),
         running: AtomicBool::new(true),
@@ -64,18 +62,17 @@ pub fn live(
 }
 
 /// "default" then the `--class` names; empty without classes.
-fn class_names(opts: &Options) -> Vec<String> {
-    if opts.class.is_empty() {
+fn class_names(plan: &Plan) -> Vec<String> {
+    if plan.classes.is_empty() {
         return Vec::new();
     }
     std::iter::once("default".to_string())
-        .chain(opts.class.iter().map(|c| c.name.clone()))
+        .chain(plan.classes.iter().map(|c| c.name.clone()))
         .collect()
 }
 
 /// The figures read once forwarding has stopped, before the ports close.
 pub struct Final<'a> {
-    pub opts: &'a Options,
     pub plan: &'a Plan,
     pub machine: &'a Machine,
     pub counters: &'a [(Lcore, Arc<LcoreCounters>)],
@@ -89,7 +86,6 @@ impl<'a> Final<'a> {
     /// Folds the counters once and reads each port's PMD counters (the
     /// ports are still open).
     pub fn collect(
-        opts: &'a Options,
         plan: &'a Plan,
         machine: &'a Machine,
         res: &Resources,
@@ -98,7 +94,6 @@ impl<'a> Final<'a> {
         let totals = Totals::collect(counters.iter().map(|(_, c)| &**c));
         let ports = port_reports(plan, res, counters, &totals);
         Final {
-            opts,
             plan,
             machine,
             counters,
@@ -111,7 +106,7 @@ impl<'a> Final<'a> {
     /// The report, given what is still in use after the teardown and the
     /// TX lcores' latency histograms.
     pub fn report(self, mbufs_in_use: u64, histograms: Vec<Box<Histogram>>) -> Report {
-        let (opts, t) = (self.opts, &self.totals);
+        let (plan, t) = (self.plan, &self.totals);
         let duration_s = t.rx_duration_s(dpdk::tsc_hz().max(1) as f64);
         let rate = |n: u64| {
             if duration_s > 0.0 {
@@ -121,12 +116,12 @@ impl<'a> Final<'a> {
             }
         };
         Report {
-            backend: opts.backend.name(),
-            topology: opts.topology.name(),
-            handoff: opts.handoff.name(),
-            on_full: opts.on_full.name(),
-            burst: opts.burst,
-            depth: opts.depth,
+            backend: plan.handoff.backend.name(),
+            topology: plan.handoff.topology.name(),
+            handoff: plan.handoff.mode.name(),
+            on_full: plan.stages.on_full.name(),
+            burst: plan.burst,
+            depth: plan.handoff.depth,
             duration_s,
             rx_packets: t.rx,
             tx_packets: t.tx,
@@ -137,7 +132,7 @@ impl<'a> Final<'a> {
             classes: t.frame_classes_map(),
             mbufs_in_use,
             conservation_ok: t.conserved(),
-            latency_ns: opts.latency.then(|| latency_report(histograms)),
+            latency_ns: plan.latency.map(|_| latency_report(histograms)),
             app_classes: self.class_reports(),
             lcores: self
                 .counters
@@ -163,8 +158,8 @@ impl<'a> Final<'a> {
 
     /// One report per class, "default" first; empty without classes.
     fn class_reports(&self) -> Vec<ClassReport> {
-        let (opts, plan, t) = (self.opts, self.plan, &self.totals);
-        if opts.class.is_empty() {
+        let (plan, t) = (self.plan, &self.totals);
+        if plan.classes.is_empty() {
             return Vec::new();
         }
         let names = std::iter::once((
@@ -173,7 +168,7 @@ impl<'a> Final<'a> {
             plan.layout.worker.clone(),
         ))
         .chain(
-            opts.class
+            plan.classes
                 .iter()
                 .map(|c| (c.name.clone(), c.match_text.clone(), c.lcores.clone())),
         );

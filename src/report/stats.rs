@@ -9,16 +9,12 @@
 //! (worker→TX queue full), `tx_full` (the port's TX queue still refused
 //! after the bounded retry). Conservation: `rx = tx + Σ drops`.
 
+use crate::config::class::MAX_CLASSES;
+use crate::config::{Roles, MAX_PORTS};
 use crate::wire::FrameClass;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-
-/// Highest port count tqfwd tracks (DPDK's RTE_MAX_ETHPORTS).
-pub use crate::config::MAX_PORTS;
-
-/// Most application classes (`--class`).
-pub const MAX_APP_CLASSES: usize = crate::config::class::MAX_CLASSES;
 
 /// Drop reasons, in report order.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,9 +92,9 @@ pub struct LcoreCounters {
     /// Application classes (index 0 = default): packets classified at RX,
     /// of which received on the class's dedicated (rte_flow) queue, and
     /// hand-off drops of the class's packets.
-    pub class_rx: [AtomicU64; MAX_APP_CLASSES + 1],
-    pub class_rx_dedicated: [AtomicU64; MAX_APP_CLASSES + 1],
-    pub class_drops: [AtomicU64; MAX_APP_CLASSES + 1],
+    pub class_rx: [AtomicU64; MAX_CLASSES + 1],
+    pub class_rx_dedicated: [AtomicU64; MAX_CLASSES + 1],
+    pub class_drops: [AtomicU64; MAX_CLASSES + 1],
     /// Loop iterations that moved packets, and the TSC cycles they took.
     pub busy_polls: AtomicU64,
     pub busy_cycles: AtomicU64,
@@ -152,8 +148,6 @@ impl LcoreCounters {
     }
 }
 
-pub use crate::config::Roles;
-
 /// A point-in-time sum over all lcores: the one fold of [`LcoreCounters`]
 /// that the stats line, telemetry and the final report read.
 #[derive(Debug, Clone, Default)]
@@ -166,9 +160,9 @@ pub struct Totals {
     pub drops: [u64; DropReason::COUNT],
     /// Worker packets per frame class (`FrameClass::index()`).
     pub frame_classes: [u64; FrameClass::COUNT],
-    pub class_rx: [u64; MAX_APP_CLASSES + 1],
-    pub class_rx_dedicated: [u64; MAX_APP_CLASSES + 1],
-    pub class_drops: [u64; MAX_APP_CLASSES + 1],
+    pub class_rx: [u64; MAX_CLASSES + 1],
+    pub class_rx_dedicated: [u64; MAX_CLASSES + 1],
+    pub class_drops: [u64; MAX_CLASSES + 1],
     /// Earliest first RX poll and latest RX stop (TSC); 0 when no RX lcore
     /// set them.
     pub rx_start_tsc: u64,

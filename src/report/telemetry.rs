@@ -16,10 +16,11 @@
 //! `/tqfwd/log_level,LEVEL` sets tqfwd's log level (`RUST_LOG`'s, not
 //! DPDK's). The port commands are in `forward::control`.
 
+use crate::config::Roles;
 use crate::dpdk::telemetry::{register, TelValue};
 use crate::dpdk::{DpdkError, Lcore, Port};
 use crate::report::capture::CaptureCounters;
-use crate::report::stats::{DropReason, LcoreCounters, LcoreLoad, Roles, Totals};
+use crate::report::stats::{DropReason, LcoreCounters, LcoreLoad, Totals};
 use crate::report::systemd::Notify;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

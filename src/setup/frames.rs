@@ -11,7 +11,6 @@
 //! rule: `max_rx_pktlen - max_mtu`, else header + CRC) against the mbuf's
 //! data room.
 
-use crate::config::cli::Options;
 use crate::dpdk::port::{rx_offload_scatter, tx_offload_multi_segs};
 use crate::dpdk::{Mempool, PortInfo};
 
@@ -146,12 +145,12 @@ pub fn plan(
     })
 }
 
-/// Every port's plan for `--max-frame`, in port order.
-pub fn plan_all(opts: &Options, infos: &[PortInfo]) -> Result<Vec<FramePlan>, FrameError> {
+/// Every port's plan for `--max-frame` (`max_frame`), in port order.
+pub fn plan_all(max_frame: Option<u32>, infos: &[PortInfo]) -> Result<Vec<FramePlan>, FrameError> {
     infos
         .iter()
         .enumerate()
-        .map(|(i, info)| plan(opts.max_frame, i, info, Mempool::mbuf_data_len()))
+        .map(|(i, info)| plan(max_frame, i, info, Mempool::mbuf_data_len()))
         .collect()
 }
 

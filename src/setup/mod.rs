@@ -6,9 +6,10 @@
 //!
 //! Teardown order is the field order of [`Resources`] (Rust drops fields in
 //! declaration order): rte_flow rules, then ports (stopped and closed, so no
-//! descriptor holds an mbuf), and the pools last. The hand-off queues leave
-//! `Resources` for the lcores' stages and are dropped by the caller between
-//! the ports and the pools ([`Resources::teardown`]).
+//! descriptor holds an mbuf), and the pools last. The hand-off queues and
+//! the port queues' handles ([`LcoreQueues`]: one per queue, for the stage
+//! that polls it) leave `Resources` for the lcores' stages and are dropped
+//! by the caller between the ports and the pools ([`Resources::teardown`]).
 //!
 //! Each part has its own error ([`frames::FrameError`],
 //! [`pools::PoolError`], [`ports::PortError`]); [`crate::error::RunError`]
@@ -20,12 +21,11 @@ pub mod handoff;
 pub mod pools;
 pub mod ports;
 
-use crate::config::cli::Options;
 use crate::config::{Machine, Plan, PortFacts, MAX_PORTS};
 use crate::dpdk::{flow::InstalledFlow, Eal, Mempool, Port, PortInfo, U64Field};
 use crate::error::RunError;
-pub use handoff::Links;
-use ports::OpenPorts;
+use handoff::Links;
+use ports::{LcoreQueues, OpenPorts};
 
 /// The machine's facts from EAL and the probed ports, and the ports
 /// themselves (in id order, as `Machine::ports`).
@@ -78,16 +78,16 @@ pub struct Resources {
 
 impl Resources {
     /// Links and pools, then ports (configured, started, rules installed),
-    /// then the links (to move into the lcores) and the rest.
+    /// then what moves into the lcores (the links and the port queues) and
+    /// the rest.
     pub fn bring_up(
-        opts: &Options,
         plan: &Plan,
         m: &Machine,
         ports: Vec<Port>,
         infos: Vec<PortInfo>,
-    ) -> Result<(Resources, Links), RunError> {
-        let frame_plans = frames::plan_all(opts, &infos)?;
-        let (links, pools) = pools::allocate(opts, plan, m)?;
+    ) -> Result<(Resources, Links, LcoreQueues), RunError> {
+        let frame_plans = frames::plan_all(plan.ports.max_frame, &infos)?;
+        let (links, pools) = pools::allocate(plan, m)?;
         let mut res = Resources {
             flows: Vec::new(),
             open: OpenPorts::default(),
@@ -96,9 +96,10 @@ impl Resources {
             infos,
             port_setup: Vec::new(),
             macs: [[0; 6]; MAX_PORTS],
-            rx_desc: opts.rx_desc,
+            rx_desc: plan.ports.rx_desc,
             stamp: None,
         };
+        let mut queues = Vec::with_capacity(res.ports.len());
         for i in 0..res.ports.len() {
             let pool = res
                 .pools
@@ -106,7 +107,7 @@ impl Resources {
                 .find(|p| p.socket == m.port_socket(i))
                 .expect("a pool per port socket");
             let up = ports::bring_up_port(
-                ports::PortPlan {
+                ports::PortSpec {
                     index: i,
                     port: res.ports[i],
                     info: &res.infos[i],
@@ -114,7 +115,6 @@ impl Resources {
                     socket: m.port_socket(i),
                     single_pool: res.pools.len() == 1,
                 },
-                opts,
                 plan,
                 pool,
                 &mut res.open,
@@ -123,17 +123,13 @@ impl Resources {
             res.rx_desc = res.rx_desc.max(up.setup.rx_desc);
             res.macs[i] = up.mac;
             res.port_setup.push(up.setup);
+            queues.push(up.queues);
         }
-        ports::wait_for_links(&res.ports, opts.link_timeout);
-        if opts.latency {
+        ports::wait_for_links(&res.ports, plan.ports.link_timeout);
+        if plan.latency.is_some() {
             res.stamp = Some(U64Field::register("tqfwd_rx_tsc")?);
         }
-        Ok((res, links))
-    }
-
-    /// Ports that steer classes to dedicated queues (rte_flow accepted).
-    pub fn class_queues(&self) -> Vec<bool> {
-        self.port_setup.iter().map(|s| s.class_queues).collect()
+        Ok((res, links, LcoreQueues::hand_out(plan, queues)))
     }
 
     /// After forwarding: destroys the rules and closes the ports, then

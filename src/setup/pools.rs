@@ -4,7 +4,6 @@
 //! `--mbufs`.
 
 use super::handoff::{build_link, HandoffError, Links, OutOfMemory, QueueSpec};
-use crate::config::cli::Options;
 use crate::config::{Machine, Plan, PlanError};
 use crate::dpdk::{DpdkError, Mempool};
 
@@ -75,24 +74,20 @@ fn no_fit_line(
     }
 }
 
-/// Links (queues on their consumer's socket) and pools for `opts.depth`,
+/// Links (queues on their consumer's socket) and pools for `--depth`,
 /// or a usage error saying what fits.
-pub fn allocate(
-    opts: &Options,
-    plan: &Plan,
-    m: &Machine,
-) -> Result<(Links, Vec<Mempool>), PoolError> {
-    let depth = opts.depth as usize;
-    match allocate_depth(opts, plan, m, depth, false) {
+pub fn allocate(plan: &Plan, m: &Machine) -> Result<(Links, Vec<Mempool>), PoolError> {
+    let depth = plan.handoff.depth as usize;
+    match allocate_depth(plan, m, depth, false) {
         Ok(a) => Ok(a),
         Err(PoolError::OutOfMemory(what)) => {
             let fits = std::iter::successors(Some(depth / 2), |d| Some(d / 2))
                 .take_while(|&d| d >= 2)
-                .find(|&d| allocate_depth(opts, plan, m, d, true).is_ok());
+                .find(|&d| allocate_depth(plan, m, d, true).is_ok());
             Err(PoolError::DoesNotFit {
                 depth,
                 fits,
-                mbufs: opts.mbufs,
+                mbufs: plan.handoff.mbufs,
                 source: what,
             })
         }
@@ -101,20 +96,18 @@ pub fn allocate(
 }
 
 fn allocate_depth(
-    opts: &Options,
     plan: &Plan,
     m: &Machine,
     depth: usize,
     quiet: bool,
 ) -> Result<(Links, Vec<Mempool>), PoolError> {
-    let burst = opts.burst as usize;
     let sockets = |ls: &[u32]| ls.iter().map(|&l| m.lcore_socket(l)).collect::<Vec<_>>();
     let spec = QueueSpec {
-        backend: opts.backend,
-        topology: opts.topology,
-        handoff: opts.handoff,
+        backend: plan.handoff.backend,
+        topology: plan.handoff.topology,
+        handoff: plan.handoff.mode,
         depth,
-        burst,
+        burst: plan.burst as usize,
     };
     let rx = build_link("rw", spec, plan.rx_stages.len(), &sockets(&plan.workers))?;
     let tx = build_link("wt", spec, plan.workers.len(), &sockets(&plan.layout.tx))?;
@@ -122,7 +115,7 @@ fn allocate_depth(
     let mut pools = Vec::new();
     for sizing in &plan.pools {
         let s = sizing.socket;
-        let size = sizing.size(opts.mbufs, queued)?;
+        let size = sizing.size(plan.handoff.mbufs, queued)?;
         if !quiet {
             log::info!(
                 "mempool on socket {s}: {size} mbufs ({} for descriptors, {queued} for hand-off queues)",

@@ -3,13 +3,18 @@
 //! with rte_flow where the PMD accepts the rules, and wait for the links.
 //! A port that was configured is stopped and closed again on any early
 //! error ([`OpenPorts`]), before the pools it uses are freed.
+//!
+//! Each queue's handle (`dpdk::RxQueue`, `dpdk::TxQueue`: one per queue,
+//! made when the port is configured) goes to the one stage that polls the
+//! queue ([`LcoreQueues::hand_out`]).
 
 use super::frames::{self, FramePlan};
 use crate::config::class::ClassSpec;
-use crate::config::cli::Options;
-use crate::config::Plan;
+use crate::config::{Lcore, Plan, PortsPlan};
 use crate::dpdk::flow::{FlowRule, InstalledFlow};
-use crate::dpdk::{self, signal, DpdkError, Mempool, Port, PortInfo};
+use crate::dpdk::{
+    self, signal, DpdkError, Mempool, Port, PortConf, PortInfo, PortQueues, RxQueue, TxQueue,
+};
 use crate::wire::MacAddr;
 use std::time::{Duration, Instant};
 
@@ -42,7 +47,7 @@ impl PortError {
 }
 
 /// What one port is brought up from.
-pub struct PortPlan<'a> {
+pub struct PortSpec<'a> {
     pub index: usize,
     pub port: Port,
     pub info: &'a PortInfo,
@@ -64,24 +69,82 @@ pub struct PortSetup {
     pub steering: String,
 }
 
-/// A port that is up, and its rules.
+/// A port that is up, its rules and its queues.
 pub struct PortUp {
     pub setup: PortSetup,
     pub flows: Vec<InstalledFlow>,
     pub mac: [u8; 6],
+    /// A handle per queue: RX queue `n_rx + k` is class k + 1's when
+    /// `setup.class_queues`.
+    pub queues: PortQueues,
+}
+
+/// One RX queue an RX stage polls, and the class it is dedicated to.
+pub struct PolledQueue {
+    pub queue: RxQueue,
+    /// 0: a normal queue; k: class k's dedicated (rte_flow) queue.
+    pub class: u8,
+}
+
+/// Every port queue, handed to the stage that polls it: no queue is
+/// polled by two lcores.
+pub struct LcoreQueues {
+    /// rx[s]: what RX stage s (`plan.rx_stages[s]`) polls: its queue on
+    /// every port, then, on the ports that steer classes to dedicated
+    /// queues, the queue of each class it leads (a class's first lcore).
+    pub rx: Vec<Vec<PolledQueue>>,
+    /// tx[t]: TX lcore t's queue on every port, in port order.
+    pub tx: Vec<Vec<TxQueue>>,
+}
+
+impl LcoreQueues {
+    /// Hands out every port's queues (in port order): RX queue q of each
+    /// port to RX lcore q, its class queues to each class's first lcore,
+    /// TX queue t to TX lcore t.
+    pub fn hand_out(plan: &Plan, ports: Vec<PortQueues>) -> LcoreQueues {
+        let stage = |l: Lcore| {
+            plan.rx_stages
+                .iter()
+                .position(|&x| x == l)
+                .expect("an RX stage per RX lcore and class")
+        };
+        let mut rx: Vec<Vec<PolledQueue>> = plan.rx_stages.iter().map(|_| Vec::new()).collect();
+        let mut tx: Vec<Vec<TxQueue>> = plan.layout.tx.iter().map(|_| Vec::new()).collect();
+        // Per port, its class queues (none where classes are not steered).
+        let mut class_queues = Vec::new();
+        for port in ports {
+            let mut queues = port.rx.into_iter();
+            for (&l, queue) in plan.layout.rx.iter().zip(queues.by_ref()) {
+                rx[stage(l)].push(PolledQueue { queue, class: 0 });
+            }
+            class_queues.push(queues);
+            for (t, queue) in port.tx.into_iter().enumerate() {
+                tx[t].push(queue);
+            }
+        }
+        for (k, c) in plan.classes.iter().enumerate() {
+            let s = stage(c.lcores[0]);
+            for queue in class_queues.iter_mut().filter_map(Iterator::next) {
+                rx[s].push(PolledQueue {
+                    queue,
+                    class: (k + 1) as u8,
+                });
+            }
+        }
+        LcoreQueues { rx, tx }
+    }
 }
 
 /// Brings one port up as the plan says; it joins `open` before it is
 /// configured.
 pub fn bring_up_port(
-    p: PortPlan,
-    opts: &Options,
+    p: PortSpec,
     plan: &Plan,
     pool: &Mempool,
     open: &mut OpenPorts,
 ) -> Result<PortUp, PortError> {
     let (i, port, info) = (p.index, p.port, p.info);
-    let classes = &opts.class;
+    let classes = &plan.classes;
     let n_rx = plan.layout.rx.len();
     let n_tx = plan.layout.tx.len();
     let rss_hf = if n_rx > 1 {
@@ -125,19 +188,17 @@ pub fn bring_up_port(
     let multi_segs = frames::tx_offloads(p.frames.iter().any(|f| f.chained), info);
     let frame = &p.frames[i];
     let configure = |n_rxq: usize| {
-        configure_and_start(
-            port,
-            info,
-            (n_rxq, n_tx),
+        let conf = PortConf {
+            rx_queues: n_rxq as u16,
+            tx_queues: n_tx as u16,
             rss_hf,
-            frame,
-            fast_free | multi_segs,
-            opts,
-            p.socket,
-            pool,
-        )
+            mtu: frame.mtu,
+            rx_offloads: frame.rx_offloads,
+            tx_offloads: fast_free | multi_segs,
+        };
+        configure_and_start(&p, &conf, &plan.ports, pool)
     };
-    let (mut r, mut t) = configure(n_rx + n_class_q)?;
+    let mut started = configure(n_rx + n_class_q)?;
     let mut flows = Vec::new();
     let mut class_queues = false;
     if n_class_q > 0 {
@@ -155,10 +216,13 @@ pub fn bring_up_port(
                 log::info!("port {i} ({}): rte_flow rules refused ({e}); classes use software classification on this port", info.driver);
                 steering = format!("port {i}: software (rte_flow refused: {})", e.text);
                 port.stop()?;
-                (r, t) = configure(n_rx)?;
+                // The handles of this configuration go before the next.
+                drop(started);
+                started = configure(n_rx)?;
             }
         }
     }
+    let (r, t) = (started.rx_desc, started.tx_desc);
     let mac = port.mac()?;
     if let Err(e) = port.enable_promiscuous() {
         log::warn!("port {i}: promiscuous mode not enabled ({e})");
@@ -184,57 +248,56 @@ pub fn bring_up_port(
         },
         flows,
         mac,
+        queues: started.queues,
     })
 }
 
-/// Configures `port` with (RX, TX) queue counts `queues` (MTU and RX
-/// scatter as `frame` says), sets them up and starts it; returns the
-/// adjusted (RX, TX) descriptor counts.
-#[allow(clippy::too_many_arguments)]
+/// A configured and started port: its queues and the (RX, TX) descriptor
+/// counts the PMD adjusted them to.
+struct Started {
+    queues: PortQueues,
+    rx_desc: u16,
+    tx_desc: u16,
+}
+
+/// Configures port `p` as `conf` says, sets up its queues with the
+/// descriptors `ports` asks for (as the PMD adjusts them), on `pool`, and
+/// starts it.
 fn configure_and_start(
-    port: Port,
-    info: &PortInfo,
-    queues: (usize, usize),
-    rss_hf: u64,
-    frame: &FramePlan,
-    tx_offloads: u64,
-    opts: &Options,
-    socket: i32,
+    p: &PortSpec,
+    conf: &PortConf,
+    ports: &PortsPlan,
     pool: &Mempool,
-) -> Result<(u16, u16), PortError> {
-    let (n_rxq, n_tx) = queues;
-    port.configure(
-        n_rxq as u16,
-        n_tx as u16,
-        rss_hf,
-        frame.mtu,
-        frame.rx_offloads,
-        tx_offloads,
-    )?;
-    let (mut r, mut t) = (opts.rx_desc, opts.tx_desc);
-    port.adjust_descriptors(&mut r, &mut t)?;
-    for q in 0..n_rxq {
-        port.setup_rx_queue(q as u16, r, socket, pool)?;
+) -> Result<Started, PortError> {
+    let queues = p.port.configure(conf)?;
+    let (mut r, mut t) = (ports.rx_desc, ports.tx_desc);
+    p.port.adjust_descriptors(&mut r, &mut t)?;
+    for q in &queues.rx {
+        q.setup(r, p.socket, pool)?;
     }
-    for q in 0..n_tx {
-        port.setup_tx_queue(q as u16, t, socket)?;
+    for q in &queues.tx {
+        q.setup(t, p.socket)?;
     }
-    start_port(port, info, opts)?;
-    Ok((r, t))
+    start_port(p.port, p.info, ports)?;
+    Ok(Started {
+        queues,
+        rx_desc: r,
+        tx_desc: t,
+    })
 }
 
 /// Starts `port`. A memif client cannot start while its server is absent
 /// (its start fails connecting to the socket): the start is retried every
 /// 100 ms until `--link-timeout` passes or a stop is requested, then one
 /// line (exit 2) names the device and its socket.
-fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), PortError> {
-    let device = opts.devices.iter().find(|d| d.name == info.name);
+fn start_port(port: Port, info: &PortInfo, ports: &PortsPlan) -> Result<(), PortError> {
+    let device = ports.devices.iter().find(|d| d.name == info.name);
     let memif_client =
         info.driver == "net_memif" && device.and_then(|d| d.devarg("role")) != Some("server");
     let socket = device
         .and_then(|d| d.devarg("socket"))
         .unwrap_or("/run/memif.sock");
-    let deadline = Instant::now() + Duration::from_secs_f64(opts.link_timeout);
+    let deadline = Instant::now() + Duration::from_secs_f64(ports.link_timeout);
     let mut waiting = false;
     loop {
         let e = match port.start() {
@@ -252,7 +315,7 @@ fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), PortErr
             return Err(PortError::NoMemifServer {
                 device: info.name.clone(),
                 socket: socket.to_string(),
-                timeout: opts.link_timeout,
+                timeout: ports.link_timeout,
                 source: e,
             });
         }
@@ -262,7 +325,7 @@ fn start_port(port: Port, info: &PortInfo, opts: &Options) -> Result<(), PortErr
                 "port {} ({}): waiting up to {} s for the memif server on {socket}",
                 info.port,
                 info.name,
-                opts.link_timeout
+                ports.link_timeout
             );
         }
         std::thread::sleep(Duration::from_millis(100));

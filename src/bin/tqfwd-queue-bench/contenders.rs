@@ -8,12 +8,10 @@
 //! depth over the producers as TQ sharded does, and are polled with the
 //! rotation TQ sharded's consumer uses.
 
-use std::sync::Arc;
+use tqfwd::dpdk::Ring;
+use tqfwd::queue;
 
-use tqfwd::dpdk::{Eal, Ring};
-use tqfwd::queue::{self, UnitMemory};
-
-use crate::runner::{run_once, Roles, RunOut, RunParams};
+use crate::runner::{run_once, Bench, Roles, RunOut, RunParams};
 
 /// One of the queues compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -55,22 +53,20 @@ impl Contender {
     }
 }
 
-/// Builds a fresh queue of contender `c` for `producers` producers and runs
-/// one measurement on it.
-#[allow(clippy::too_many_arguments)]
+/// Builds a fresh queue of contender `c` for `producers` producers,
+/// `depth` deep, in `bench`'s memory and socket, and runs one measurement
+/// on it on `bench`'s lcores.
 pub(crate) fn run_config(
-    eal: &Eal,
-    roles: &Roles,
-    mem: &Arc<dyn UnitMemory>,
-    socket: i32,
+    bench: &Bench,
     c: Contender,
     producers: usize,
     depth: usize,
     rp: &RunParams,
 ) -> Result<RunOut, String> {
+    let (eal, mem, socket) = (bench.eal, &bench.mem, bench.socket);
     let roles = Roles {
-        producers: &roles.producers[..producers],
-        consumer: roles.consumer,
+        producers: &bench.roles.producers[..producers],
+        consumer: bench.roles.consumer,
     };
     let burst = rp.burst;
     match c {

@@ -579,16 +579,7 @@ impl Bench<'_> {
     }
 
     fn run(&self, key: &Key, rp: &RunParams) -> Result<RunOut, String> {
-        run_config(
-            self.eal,
-            &self.roles,
-            &self.mem,
-            self.socket,
-            key.contender,
-            key.producers,
-            key.depth,
-            rp,
-        )
+        run_config(self, key.contender, key.producers, key.depth, rp)
     }
 
     /// Every round over every configuration; the contenders of one

@@ -1,0 +1,201 @@
+//! The parts of a [`Plan`](super::Plan) that come straight from the
+//! options, typed and grouped by who reads them: setup takes
+//! [`HandoffPlan`] (queues and pools) and [`PortsPlan`], forward takes
+//! [`StagePlan`] and [`CapturePlan`], report takes [`LivePlan`]. Once the
+//! plan is built nothing below `config` reads the command line's
+//! [`Options`] again.
+
+use super::cli::{Backend, Handoff, OnFull, Options, RequestedDevice, Topology};
+use crate::wire::MacAddr;
+use std::time::Duration;
+
+/// The hand-off queues between the stages and the pools behind them
+/// (`setup::pools`; the names go into the report).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandoffPlan {
+    /// `--backend`.
+    pub backend: Backend,
+    /// `--topology`.
+    pub topology: Topology,
+    /// `--handoff`: in place (zero-copy) or through per-stage bursts.
+    pub mode: Handoff,
+    /// Packets per queue (`--depth`).
+    pub depth: u32,
+    /// Mbufs per socket's pool (`--mbufs`); None: sized by the plan.
+    pub mbufs: Option<u32>,
+}
+
+impl HandoffPlan {
+    pub fn new(o: &Options) -> HandoffPlan {
+        HandoffPlan {
+            backend: o.backend,
+            topology: o.topology,
+            mode: o.handoff,
+            depth: o.depth,
+            mbufs: o.mbufs,
+        }
+    }
+
+    /// The stages work in the queues' slots (`--handoff zero-copy`).
+    pub fn zero_copy(&self) -> bool {
+        self.mode == Handoff::ZeroCopy
+    }
+}
+
+/// How each port is brought up (`setup::ports`, `setup::frames`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct PortsPlan {
+    /// RX / TX descriptors per queue asked for (`--rx-desc`, `--tx-desc`;
+    /// the PMD may adjust them).
+    pub rx_desc: u16,
+    pub tx_desc: u16,
+    /// `--max-frame`; None: each port's default MTU.
+    pub max_frame: Option<u32>,
+    /// Seconds to wait for links (and for a memif client's server).
+    pub link_timeout: f64,
+    /// The devices the EAL arguments ask for (a memif client's socket).
+    pub devices: Vec<RequestedDevice>,
+}
+
+impl PortsPlan {
+    pub fn new(o: &Options) -> PortsPlan {
+        PortsPlan {
+            rx_desc: o.rx_desc,
+            tx_desc: o.tx_desc,
+            max_frame: o.max_frame,
+            link_timeout: o.link_timeout,
+            devices: o.devices.clone(),
+        }
+    }
+}
+
+/// What the RX, worker and TX stages are built with (`forward`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StagePlan {
+    /// `--on-full`.
+    pub on_full: OnFull,
+    /// `--drop-after`, in microseconds.
+    pub drop_after_us: u32,
+    /// `--rx-rate`: million packets per second taken from the ports in all.
+    pub rx_rate_mpps: Option<f64>,
+    /// Workers rewrite the MACs (not `--no-mac-rewrite`).
+    pub mac_rewrite: bool,
+    /// `--peer-mac`: destination MAC of frames leaving a port.
+    pub peer_mac: Vec<(u16, MacAddr)>,
+    /// `--worker-cycles`: synthetic work per packet, in TSC cycles.
+    pub worker_cycles: u32,
+    /// `--debug-stall-worker`: (worker index, how long it sleeps once).
+    pub stall_worker: Option<(u32, Duration)>,
+    /// `--latency` with `--metrics`: TX stages publish their histograms.
+    pub publish_latency: bool,
+}
+
+impl StagePlan {
+    pub fn new(o: &Options) -> StagePlan {
+        StagePlan {
+            on_full: o.on_full,
+            drop_after_us: o.drop_after,
+            rx_rate_mpps: o.rx_rate,
+            mac_rewrite: !o.no_mac_rewrite,
+            peer_mac: o.peer_mac.clone(),
+            worker_cycles: o.worker_cycles,
+            stall_worker: o
+                .debug_stall_worker
+                .map(|(idx, ms)| (idx, Duration::from_millis(ms as u64))),
+            publish_latency: o.latency && o.metrics.is_some(),
+        }
+    }
+}
+
+/// `--capture`: how much each capture takes and how its writer runs (the
+/// files themselves are opened before EAL).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CapturePlan {
+    /// Frames written per port (`--capture-count`).
+    pub count: u64,
+    /// `--debug-capture-stall`: the writer waits this long before its
+    /// first copy.
+    pub writer_stall: Option<Duration>,
+}
+
+impl CapturePlan {
+    pub fn new(o: &Options) -> CapturePlan {
+        CapturePlan {
+            count: o.capture_count,
+            writer_stall: o
+                .debug_capture_stall
+                .map(|ms| Duration::from_millis(ms as u64)),
+        }
+    }
+}
+
+/// What the stats thread does while forwarding (`report::live`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct LivePlan {
+    /// Seconds between two stats lines (`--stats-interval`; 0 = none).
+    pub stats_interval: f64,
+    /// `--duration`: seconds until the quit is requested.
+    pub duration: Option<f64>,
+}
+
+impl LivePlan {
+    pub fn new(o: &Options) -> LivePlan {
+        LivePlan {
+            stats_interval: o.stats_interval,
+            duration: o.duration,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::cli::parse_options;
+
+    fn opts(args: &[&str]) -> Options {
+        let argv: Vec<String> = std::iter::once("tqfwd")
+            .chain(args.iter().copied())
+            .map(String::from)
+            .collect();
+        parse_options(&argv).unwrap_or_else(|_| panic!("options {args:?} do not parse"))
+    }
+
+    #[test]
+    fn parts_carry_the_options() {
+        let o = opts(&[
+            "--backend",
+            "ring",
+            "--handoff",
+            "copy",
+            "--depth",
+            "512",
+            "--on-full",
+            "wait",
+            "--no-mac-rewrite",
+            "--debug-stall-worker",
+            "1:250",
+            "--debug-capture-stall",
+            "40",
+            "--latency",
+            "--stats-interval",
+            "0",
+        ]);
+        let h = HandoffPlan::new(&o);
+        assert_eq!((h.backend, h.depth, h.mbufs), (Backend::Ring, 512, None));
+        assert!(!h.zero_copy());
+        assert!(HandoffPlan::new(&opts(&[])).zero_copy());
+        let s = StagePlan::new(&o);
+        assert_eq!(s.on_full, OnFull::Wait);
+        assert!(!s.mac_rewrite);
+        assert_eq!(s.stall_worker, Some((1, Duration::from_millis(250))));
+        // Histograms are published for /metrics only when it is served.
+        assert!(!s.publish_latency);
+        let m = opts(&["--latency", "--metrics", "127.0.0.1:9470"]);
+        assert!(StagePlan::new(&m).publish_latency);
+        assert_eq!(
+            CapturePlan::new(&o).writer_stall,
+            Some(Duration::from_millis(40))
+        );
+        assert_eq!(LivePlan::new(&o).stats_interval, 0.0);
+    }
+}
