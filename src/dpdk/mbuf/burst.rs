@@ -11,45 +11,46 @@ use super::raw::{RawMbuf, RawPacket};
 use crate::dpdk::sys;
 use crate::queue::MAX_BURST;
 
-mod sealed {
-    pub trait Sealed {}
-    impl Sealed for super::MbufPtr {}
-    impl Sealed for super::Packet {}
-}
-
 /// What a [`Burst`] can hold: an owned mbuf handle, plain ([`MbufPtr`]) or
-/// with facts ([`Packet`]). Sealed: only these two.
-pub trait BurstItem: sealed::Sealed + Sized {
-    /// The handle's plain-data form, same layout (module doc).
-    #[doc(hidden)]
+/// with facts ([`Packet`]). Sealed: only these two, since only `dpdk` can
+/// implement `RawForm`, which it requires.
+// The seal: outside `dpdk` the bound cannot be named, so neither can a
+// handle's raw form nor the conversions to and from it (private_bounds
+// warns exactly of that).
+#[allow(private_bounds)]
+pub trait BurstItem: RawForm {}
+
+impl BurstItem for MbufPtr {}
+impl BurstItem for Packet {}
+
+/// A handle's plain-data form, same layout (module doc of `mbuf`), and the
+/// conversions between the two: private to `dpdk`, so no code outside it
+/// can turn a handle into a raw value or an mbuf address, nor the reverse.
+pub(in crate::dpdk) trait RawForm: Sized {
+    /// The handle's plain-data form.
     type Raw: Copy;
     /// Fills unused slots; never dereferenced.
-    #[doc(hidden)]
     const EMPTY: Self::Raw;
     /// The mbuf address a raw item holds.
-    #[doc(hidden)]
     fn raw_mbuf(item: &Self::Raw) -> *mut sys::rte_mbuf;
     /// The raw form; the handle is consumed (the raw copy now owns the
     /// mbuf). Field by field, so a burst slot is written directly (a copy
     /// through memory of a different shape stalls store forwarding).
-    #[doc(hidden)]
     fn into_raw(self) -> Self::Raw;
     /// The handle a raw item stands for.
     ///
     /// # Safety
     /// `raw` came from `into_raw` of a live handle (possibly through a
     /// queue) and no other handle is made from it.
-    #[doc(hidden)]
     unsafe fn from_raw(raw: Self::Raw) -> Self;
     /// Frees the mbufs of `items` with `rte_pktmbuf_free_bulk`.
     ///
     /// # Safety
     /// Every item owns a live mbuf, and the caller forgets the items after.
-    #[doc(hidden)]
     unsafe fn free_bulk(items: &mut [Self::Raw]);
 }
 
-impl BurstItem for MbufPtr {
+impl RawForm for MbufPtr {
     type Raw = RawMbuf;
     const EMPTY: RawMbuf = RawMbuf::EMPTY;
     #[inline]
@@ -77,7 +78,7 @@ impl BurstItem for MbufPtr {
     }
 }
 
-impl BurstItem for Packet {
+impl RawForm for Packet {
     type Raw = RawPacket;
     const EMPTY: RawPacket = RawPacket::EMPTY;
     #[inline]

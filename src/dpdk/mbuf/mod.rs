@@ -43,15 +43,20 @@
 //!   [`Burst`] and forgets it there.
 //! - What is copied bit for bit is the plain-data *raw* form of a handle
 //!   (`RawMbuf`, `RawPacket`, private to `dpdk`): the slots of a [`Burst`]
-//!   and the items of the hand-off queues. No public function returns a
-//!   raw value of a live mbuf (only the dangling `BurstItem::EMPTY`), and
-//!   none turns a raw value into a handle except inside `dpdk`: a burst
-//!   reads back only the slots it filled, and a packet receiver only items
-//!   from the one queue it was built with, whose only producers are the
-//!   packet senders built with it (`packet_queue` builds both ends at once,
-//!   so no safe code holds a raw end of such a queue). The queues return
-//!   each item once (their own contract, loom- and Miri-checked for the
-//!   TransferQueue; DPDK's for `rte_ring`).
+//!   and the items of the hand-off queues. The conversions between a
+//!   handle and its raw form, and from a raw form to the mbuf address
+//!   (`RawForm`: `into_raw`, `raw_mbuf`, `from_raw`, `free_bulk`, the
+//!   `EMPTY` filler), are private to `dpdk`: [`BurstItem`] requires
+//!   `RawForm`, which code outside `dpdk` cannot name, nor call through
+//!   the bound (examples below). So no code outside `dpdk` gets a raw
+//!   value or an mbuf address out of a handle, and none turns a raw value
+//!   into a handle except inside `dpdk`: a burst reads back only the slots
+//!   it filled, and a packet receiver only items from the one queue it was
+//!   built with, whose only producers are the packet senders built with it
+//!   (`packet_queue` builds both ends at once, so no safe code holds a raw
+//!   end of such a queue). The queues return each item once (their own
+//!   contract, loom- and Miri-checked for the TransferQueue; DPDK's for
+//!   `rte_ring`).
 //! - A burst dropped while holding mbufs frees them (and asserts in debug
 //!   builds, because the pipeline counts before it drops); a handle itself
 //!   has no destructor, so a handle dropped by mistake leaks (safe, and
@@ -83,6 +88,31 @@
 //! }
 //! ```
 //!
+//! ```compile_fail,E0624
+//! // A handle's raw form is private to `dpdk`: code outside it cannot turn
+//! // a handle into one, not even through the `BurstItem` bound...
+//! use tqfwd::dpdk::mbuf::BurstItem;
+//! fn leak<T: BurstItem>(m: T) {
+//!     let _ = m.into_raw(); // error[E0624]: method `into_raw` is private
+//! }
+//! ```
+//!
+//! ```compile_fail,E0624
+//! // ...nor read the mbuf address out of one.
+//! use tqfwd::dpdk::mbuf::BurstItem;
+//! fn address<T: BurstItem>() {
+//!     let _ = T::raw_mbuf; // error[E0624]: associated function `raw_mbuf` is private
+//! }
+//! ```
+//!
+//! ```compile_fail,E0599
+//! // On a handle itself, the conversion is not there at all.
+//! use tqfwd::dpdk::Packet;
+//! fn leak(p: Packet) {
+//!     let _ = p.into_raw(); // error[E0599]: no method named `into_raw`
+//! }
+//! ```
+//!
 //! ```compile_fail,E0382
 //! // A sent packet is gone too: `send` takes the burst's packets.
 //! use tqfwd::dpdk::{Burst, Packet};
@@ -106,6 +136,7 @@ mod tests;
 /// Largest burst tqfwd handles anywhere (RX, hand-off, TX).
 pub use crate::queue::MAX_BURST;
 
+pub(in crate::dpdk) use burst::RawForm;
 pub use burst::{Burst, BurstItem, MbufBurst};
 pub use dynfield::U64Field;
 pub use handle::{MbufPtr, MBUF_F_RX_RSS_HASH};
