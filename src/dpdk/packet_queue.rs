@@ -22,7 +22,7 @@
 //! prefix and leaves the rest as valid packets).
 
 use super::error::DpdkError;
-use super::mbuf::{Burst, BurstItem, MbufPtr, Packet, RawMbuf, RawPacket};
+use super::mbuf::{Burst, MbufPtr, Packet, RawForm, RawMbuf, RawPacket};
 use super::port::{RxQueue, TxQueue};
 use super::ring::{Ring, RingProbe};
 use super::sys;

@@ -1,7 +1,10 @@
 //! Unit, stress and drop-accounting tests for the TransferQueue (std threads;
 //! also run under Miri with reduced counts).
 
+use super::construct::check;
 use super::*;
+use core::alloc::Layout;
+use core::ptr::NonNull;
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicUsize, Ordering as O};
 use std::sync::{Arc as StdArc, Mutex};

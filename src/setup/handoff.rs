@@ -3,7 +3,7 @@
 //! know which backend they use.
 //!
 //! - sharded: one single-producer queue per producer→consumer pair; the
-//!   consumer polls its queues round-robin ([`InputSet`]).
+//!   consumer polls its queues round-robin ([`PacketInputs`]).
 //! - shared: one multi-producer queue per consumer.
 //!
 //! Every queue's memory sits on the consumer's NUMA socket (TransferQueue
@@ -17,13 +17,6 @@ use crate::dpdk::{
 use crate::queue::{self, QueueError};
 use std::sync::Arc;
 
-pub type Sender = PacketSender;
-pub type Receiver = PacketReceiver;
-
-/// A consumer's input queues, polled round-robin (one input later each
-/// call, so no producer is starved).
-pub type InputSet = PacketInputs;
-
 /// The RX→worker and worker→TX links.
 pub struct Links {
     pub rx: Link,
@@ -33,9 +26,9 @@ pub struct Links {
 /// The queues between one stage's producers and the next stage's consumers.
 pub struct Link {
     /// senders[p][c]: producer p's way into consumer c.
-    pub senders: Vec<Vec<Sender>>,
+    pub senders: Vec<Vec<PacketSender>>,
     /// inputs[c]: consumer c's queues.
-    pub inputs: Vec<InputSet>,
+    pub inputs: Vec<PacketInputs>,
     /// Packets the queues can hold in all (for mempool sizing): `depth` per
     /// queue for both backends (a shared TransferQueue splits it over its
     /// producers), whatever the burst sizes.
@@ -158,105 +151,42 @@ pub struct QueueSpec {
 }
 
 /// Builds the queues from `producers` producers to consumers on the given
-/// NUMA sockets.
+/// NUMA sockets: the topology decides which producers feed each queue,
+/// `build_queue` the backend.
 pub fn build_link(
     label: &'static str,
     spec: QueueSpec,
     producers: usize,
     consumer_sockets: &[i32],
 ) -> Result<Link, HandoffError> {
-    let QueueSpec {
-        backend,
-        topology,
-        handoff,
-        depth,
-        burst,
-    } = spec;
     let consumers = consumer_sockets.len();
-    let mut senders: Vec<Vec<Option<Sender>>> = (0..producers)
+    let mut senders: Vec<Vec<Option<PacketSender>>> = (0..producers)
         .map(|_| (0..consumers).map(|_| None).collect())
         .collect();
     let mut inputs = Vec::with_capacity(consumers);
     let mut capacity = 0usize;
     let mut probes = Vec::new();
     for (c, &socket) in consumer_sockets.iter().enumerate() {
-        let mut receivers: Vec<Receiver> = Vec::new();
-        match (backend, topology) {
-            (Backend::Tq, Topology::Sharded) => {
-                for (p, row) in senders.iter_mut().enumerate() {
-                    let (mut prods, cons, probe) = packet_queue::tq_channel(
-                        1,
-                        depth,
-                        burst,
-                        Arc::new(SocketMemory { socket }),
-                    )
-                    .map_err(|e| queue_error(label, c, e))?;
-                    capacity += queue::items_per_producer(1, depth);
-                    row[c] = Some(prods.pop().expect("one producer"));
-                    receivers.push(cons);
-                    probes.push(Probed {
-                        producers: vec![p],
-                        consumer: c,
-                        probe,
-                    });
-                }
+        // Sharded: a queue per producer; shared: one queue all feed.
+        let queues: Vec<Vec<usize>> = match spec.topology {
+            Topology::Sharded => (0..producers).map(|p| vec![p]).collect(),
+            Topology::Shared => vec![(0..producers).collect()],
+        };
+        let mut receivers: Vec<PacketReceiver> = Vec::with_capacity(queues.len());
+        for feeders in queues {
+            let q = build_queue(label, spec, &feeders, c, socket)?;
+            capacity += q.capacity;
+            for (&p, tx) in feeders.iter().zip(q.senders) {
+                senders[p][c] = Some(tx);
             }
-            (Backend::Tq, Topology::Shared) => {
-                let (prods, cons, probe) = packet_queue::tq_channel(
-                    producers,
-                    depth,
-                    burst,
-                    Arc::new(SocketMemory { socket }),
-                )
-                .map_err(|e| queue_error(label, c, e))?;
-                capacity += queue::items_per_producer(producers, depth) * producers;
-                for (row, prod) in senders.iter_mut().zip(prods) {
-                    row[c] = Some(prod);
-                }
-                receivers.push(cons);
-                probes.push(Probed {
-                    producers: (0..producers).collect(),
-                    consumer: c,
-                    probe,
-                });
-            }
-            (Backend::Ring, Topology::Sharded) => {
-                for (p, row) in senders.iter_mut().enumerate() {
-                    let (tx, rx, probe) =
-                        packet_queue::ring_spsc(&format!("{label}{p}_{c}"), depth as u32, socket)
-                            .map_err(ring_error)?;
-                    capacity += depth;
-                    row[c] = Some(tx);
-                    receivers.push(rx);
-                    probes.push(Probed {
-                        producers: vec![p],
-                        consumer: c,
-                        probe,
-                    });
-                }
-            }
-            (Backend::Ring, Topology::Shared) => {
-                let (txs, rx, probe) = packet_queue::ring_mpsc(
-                    &format!("{label}_{c}"),
-                    depth as u32,
-                    socket,
-                    senders.len(),
-                    handoff == Handoff::ZeroCopy,
-                )
-                .map_err(ring_error)?;
-                capacity += depth;
-                for (row, tx) in senders.iter_mut().zip(txs) {
-                    row[c] = Some(tx);
-                }
-                receivers.push(rx);
-                probes.push(Probed {
-                    producers: (0..producers).collect(),
-                    consumer: c,
-                    probe,
-                });
-            }
+            receivers.push(q.receiver);
+            probes.push(Probed {
+                producers: feeders,
+                consumer: c,
+                probe: q.probe,
+            });
         }
-        inputs.push(InputSet::new(receivers));
+        inputs.push(PacketInputs::new(receivers));
     }
     let senders = senders
         .into_iter()
@@ -271,6 +201,67 @@ pub fn build_link(
         inputs,
         capacity,
         probes,
+    })
+}
+
+/// One queue of a link, before it is wired in.
+struct Queue {
+    /// One sender per producer feeding the queue, in the order given.
+    senders: Vec<PacketSender>,
+    receiver: PacketReceiver,
+    probe: QueueProbe,
+    /// Packets it holds at most.
+    capacity: usize,
+}
+
+/// Builds the queue that producers `feeders` feed and consumer `c` reads,
+/// on NUMA node `socket`, with the backend `spec` names. An `rte_ring` is
+/// SP/SC when sharded (it has one producer) and MP/SC when shared, HTS
+/// for zero-copy (whatever its producer count); a TransferQueue takes
+/// one producer or several alike.
+fn build_queue(
+    label: &'static str,
+    spec: QueueSpec,
+    feeders: &[usize],
+    c: usize,
+    socket: i32,
+) -> Result<Queue, HandoffError> {
+    let producers = feeders.len();
+    let (senders, receiver, probe, capacity) = match (spec.backend, spec.topology) {
+        (Backend::Tq, _) => {
+            let (txs, rx, probe) = packet_queue::tq_channel(
+                producers,
+                spec.depth,
+                spec.burst,
+                Arc::new(SocketMemory { socket }),
+            )
+            .map_err(|e| queue_error(label, c, e))?;
+            let capacity = queue::items_per_producer(producers, spec.depth) * producers;
+            (txs, rx, probe, capacity)
+        }
+        (Backend::Ring, Topology::Sharded) => {
+            let name = format!("{label}{}_{c}", feeders[0]);
+            let (tx, rx, probe) =
+                packet_queue::ring_spsc(&name, spec.depth as u32, socket).map_err(ring_error)?;
+            (vec![tx], rx, probe, spec.depth)
+        }
+        (Backend::Ring, Topology::Shared) => {
+            let (txs, rx, probe) = packet_queue::ring_mpsc(
+                &format!("{label}_{c}"),
+                spec.depth as u32,
+                socket,
+                producers,
+                spec.handoff == Handoff::ZeroCopy,
+            )
+            .map_err(ring_error)?;
+            (txs, rx, probe, spec.depth)
+        }
+    };
+    Ok(Queue {
+        senders,
+        receiver,
+        probe,
+        capacity,
     })
 }
 
