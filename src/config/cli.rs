@@ -535,6 +535,16 @@ pub fn parse_options(app_args: &[String]) -> Result<Options, clap::Error> {
     Options::from_arg_matches(&matches(app_args)?)
 }
 
+/// Tests' shorthand: the options of `tqfwd ARGS...`, which must parse.
+#[cfg(test)]
+pub(crate) fn test_options(args: &[&str]) -> Options {
+    let argv: Vec<String> = std::iter::once("tqfwd")
+        .chain(args.iter().copied())
+        .map(String::from)
+        .collect();
+    parse_options(&argv).unwrap_or_else(|_| panic!("options {args:?} do not parse"))
+}
+
 /// clap's matches for `app_args` (argv[0] first).
 pub(crate) fn matches(app_args: &[String]) -> Result<ArgMatches, clap::Error> {
     Options::command().try_get_matches_from(app_args)

@@ -150,15 +150,7 @@ impl LivePlan {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::cli::parse_options;
-
-    fn opts(args: &[&str]) -> Options {
-        let argv: Vec<String> = std::iter::once("tqfwd")
-            .chain(args.iter().copied())
-            .map(String::from)
-            .collect();
-        parse_options(&argv).unwrap_or_else(|_| panic!("options {args:?} do not parse"))
-    }
+    use crate::config::cli::test_options as opts;
 
     #[test]
     fn parts_carry_the_options() {
