@@ -176,8 +176,16 @@ dumpcapper() {
             done
             pause 1
             kill -KILL "$dc" 2>/dev/null || true
-            wait "$dc" 2>/dev/null || true
-            echo "SIGKILLed while attached ($(grep -c 'Capturing on' "$out/dumpcap-killed.log") attach line)" >>"$out/dumpcap.txt"
+            # Bounded: one clean-clone CI run saw this wait take 100 s (the
+            # secondary in its exit path), holding the phase's end; tqfwd
+            # must end with its checks whether or not it is gone by then.
+            local gone=no
+            for _ in $(seq 100); do
+                kill -0 "$dc" 2>/dev/null || { gone=yes; break; }
+                pause 0.1
+            done
+            [ "$gone" = yes ] && wait "$dc" 2>/dev/null || true
+            echo "SIGKILLed while attached ($(grep -c 'Capturing on' "$out/dumpcap-killed.log") attach line; gone within 10 s: $gone)" >>"$out/dumpcap.txt"
             continue
         fi
         local iface=net_null$((k % 2)) log
