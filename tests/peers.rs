@@ -278,6 +278,9 @@ fn memif_chain(backend: &str) {
         "1",
         "--link-timeout",
         "10",
+        "--latency",
+        "--latency-sample",
+        "1",
     ];
     let Some(MemifChain {
         dir,
@@ -914,7 +917,11 @@ fn link_down_up_while_forwarding() {
 ///   goes back to the generator, whose memif TX is refused instead.
 ///
 /// Both: forwarding resumes, the sink's cumulative count equals tqfwd's
-/// port 1 `tx_packets`, tqfwd read everything the generator sent.
+/// port 1 `tx_packets`, tqfwd read everything the generator sent. Every
+/// packet is a latency sample (`--latency-sample 1`), and each is measured
+/// once however often a refused burst is retried: samples = packets that
+/// left the TX stage (sent or `tx_full`), minus, in drop mode, samples
+/// freed before TX.
 fn tx_stall(on_full: &str) {
     let _g = serial();
     let test = format!("tx_stall_{on_full}");
@@ -926,6 +933,9 @@ fn tx_stall(on_full: &str) {
         "0.5",
         "--link-timeout",
         "10",
+        "--latency",
+        "--latency-sample",
+        "1",
     ];
     let Some(MemifChain {
         dir,
@@ -1000,6 +1010,22 @@ fn tx_stall(on_full: &str) {
         "tqfwd read all the generator sent\n{context}"
     );
     let tx_full = j["drops"]["tx_full"].as_u64().unwrap();
+    let left_tx: u64 = (0..2)
+        .map(|p| j["ports"][p]["tx_packets"].as_u64().unwrap())
+        .sum::<u64>()
+        + tx_full;
+    let samples = j["latency_ns"]["samples"].as_u64().unwrap();
+    if on_full == "drop" {
+        assert!(
+            samples <= left_tx,
+            "each sample measured once: {samples} samples, {left_tx} packets left TX\n{context}"
+        );
+    } else {
+        assert_eq!(
+            samples, left_tx,
+            "each packet (all samples) measured once\n{context}"
+        );
+    }
     if on_full == "drop" {
         assert!(
             tx_full > 0,

@@ -16,8 +16,9 @@
 //! lend their own slots (`queue::BurstSender::send_with`,
 //! `queue::BurstReceiver::recv_with`), so a PMD receives straight into a
 //! transfer unit (or ring slots), a worker moves packets from its input's
-//! slots straight into its output's, and a PMD transmits straight from the
-//! slots. The same ownership rule holds: a slot's packet has one owner at a
+//! slots into its output's (gathered on its own lcore first), and a PMD
+//! transmits the slots' mbufs (copied out on the TX lcore, so a lent slot
+//! is only read). The same ownership rule holds: a slot's packet has one owner at a
 //! time (the queue, or the code the slot is lent to, which consumes a
 //! prefix and leaves the rest as valid packets).
 
@@ -104,12 +105,24 @@ impl PacketReceiver {
 }
 
 /// A consumer's input queues, polled round-robin (one input later each
-/// call, so no producer is starved).
-pub struct PacketInputs(RoundRobin<PacketReceiver>);
+/// call, so no producer is starved), and the lcore's scratch run for the
+/// zero-copy passes.
+pub struct PacketInputs(RoundRobin<PacketReceiver>, Box<Scratch>);
+
+/// Where a zero-copy pass gathers what it takes out of a lent run (kept
+/// packets, bare mbufs for the PMD), so that the input's slots are only
+/// read: they are lines the producer's core wrote, and a store to one
+/// costs it a second cross-core trip (the line is shared after the read)
+/// and the producer a dirty line to fetch back when it refills the unit.
+/// A run is at most a burst (`MAX_BURST`).
+struct Scratch([RawPacket; queue::MAX_BURST]);
 
 impl PacketInputs {
     pub fn new(inputs: Vec<PacketReceiver>) -> Self {
-        PacketInputs(RoundRobin::new(inputs))
+        PacketInputs(
+            RoundRobin::new(inputs),
+            Box::new(Scratch([RawPacket::EMPTY; queue::MAX_BURST])),
+        )
     }
 
     /// Moves up to `max` packets from the inputs to the end of `burst`;
@@ -142,6 +155,8 @@ impl PacketInputs {
         mut refused: impl FnMut() -> bool,
     ) -> (usize, usize, usize) {
         let (mut kept, mut rejected) = (0, 0);
+        let gathered = &mut self.1 .0;
+        let max = max.min(gathered.len());
         let taken = self.0.first(|input| {
             input.0.recv_with(max, &mut |src: &mut [RawPacket]| {
                 // The frames may be cold: ask for all of them before
@@ -154,24 +169,25 @@ impl PacketInputs {
                 let mut consumed = 0;
                 let sent = out.0.send_with(src.len(), &mut |dst: &mut [RawPacket]| {
                     consumed = dst.len().min(src.len());
-                    // Kept packets are gathered at the front of the input's
-                    // run, then copied out in one go: stores to `dst`, lines
-                    // the consumer read last, would each wait for their
-                    // line and hold up the frame writes queued behind them.
+                    // Kept packets are gathered in the scratch run (not in
+                    // `src`: see `Scratch`), then copied out in one go:
+                    // stores to `dst`, lines the consumer read last, would
+                    // each wait for their line and hold up the frame writes
+                    // queued behind them.
                     let mut j = 0;
-                    for i in 0..consumed {
+                    for &raw in &src[..consumed] {
                         // SAFETY: a packet the input lent us; it is consumed
-                        // (kept in slot j <= i, then moved to `dst`, or freed)
-                        // and the input forgets it.
-                        let mut p = unsafe { Packet::from_raw(src[i]) };
+                        // (kept in the scratch run, then moved to `dst`, or
+                        // freed) and the input forgets it.
+                        let mut p = unsafe { Packet::from_raw(raw) };
                         if each(&mut p) {
-                            src[j] = p.into_raw();
+                            gathered[j] = p.into_raw();
                             j += 1;
                         } else {
                             free_packet(p);
                         }
                     }
-                    dst[..j].copy_from_slice(&src[..j]);
+                    dst[..j].copy_from_slice(&gathered[..j]);
                     j
                 });
                 match sent {
@@ -195,12 +211,13 @@ impl PacketInputs {
 
     /// Zero-copy TX: the next run of waiting packets (one input, up to
     /// `max`) that share an input port (so one output port) is shown to
-    /// `each` (latency samples), made bare mbufs in place, and lent to
+    /// `each` (latency samples), copied out as bare mbufs into the scratch
+    /// run (the slots are only read, see `Scratch`), and lent to
     /// `tx(input port, run)`, which hands a prefix to the PMD
     /// ([`TxRun::tx_burst`]) or frees it ([`TxRun::free_rest`]). What the run
-    /// still holds then stays in the input, first in line, as packets
-    /// again (no longer marked as samples: `each` has seen them). Returns
-    /// how many left the input (sent or freed).
+    /// still holds then stays in the input, first in line, as the packets
+    /// its slots still hold (no longer marked as samples: `each` has seen
+    /// them). Returns how many left the input (sent or freed).
     #[inline]
     pub fn transmit(
         &mut self,
@@ -208,39 +225,41 @@ impl PacketInputs {
         mut each: impl FnMut(&Packet),
         mut tx: impl FnMut(u16, &mut TxRun<'_>),
     ) -> usize {
+        let mbufs = &mut self.1 .0;
+        let max = max.min(mbufs.len());
         self.0.first(|input| {
             input.0.recv_with(max, &mut |slots: &mut [RawPacket]| {
                 // SAFETY: a view of the first lent packet, to read its port:
                 // the slot keeps it (handles have no destructor).
                 let port = unsafe { Packet::from_raw(slots[0]) }.port();
                 let mut run = 0;
-                for raw in slots.iter_mut() {
-                    // SAFETY: a lent packet; it either stays the slot's (a
-                    // different port: the run ends) or becomes the run's
-                    // bare mbuf in the same slot.
-                    let p = unsafe { Packet::from_raw(*raw) };
+                for &raw in slots.iter() {
+                    // SAFETY: a view of a lent packet: the slot keeps it
+                    // (a different port: the run ends) while the run holds
+                    // its bare mbuf, until the run says it left.
+                    let p = unsafe { Packet::from_raw(raw) };
                     if p.port() != port {
                         break;
                     }
                     each(&p);
-                    *raw = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
+                    mbufs[run] = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
                     run += 1;
                 }
                 let mut r = TxRun {
-                    mbufs: &mut slots[..run],
+                    mbufs: &mut mbufs[..run],
                     done: 0,
                 };
                 tx(port, &mut r);
                 let done = r.done;
+                // Not sent, not freed: still the slots' packets (the run's
+                // copies are forgotten); a sample has been recorded.
                 for raw in &mut slots[done..run] {
-                    // SAFETY: a live mbuf the run still owned (not sent, not
-                    // freed): it becomes the slot's packet again.
-                    let m = unsafe {
-                        MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(
-                            raw.0 as *mut sys::rte_mbuf,
-                        )))
-                    };
-                    *raw = Packet::from_rx(m).into_raw();
+                    // SAFETY: a view of a packet the slot still holds.
+                    let mut p = unsafe { Packet::from_raw(*raw) };
+                    if p.is_sampled() {
+                        p.clear_sampled();
+                        *raw = p.into_raw();
+                    }
                 }
                 done
             })

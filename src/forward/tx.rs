@@ -53,8 +53,8 @@ pub struct TxStage {
     /// During shutdown: when to give up on a stalled port, and how many
     /// stop signals had arrived then (one more gives up at once).
     give_up_at: Option<(u64, u32)>,
-    /// `--handoff zero-copy`: transmits straight from the input queues'
-    /// slots; a port's refusal leaves the packets there.
+    /// `--handoff zero-copy`: transmits what the input queues' slots hold
+    /// (no staging burst); a port's refusal leaves the packets there.
     zero_copy: bool,
     pub done: bool,
 }

@@ -16,13 +16,14 @@ use super::probe::Probe;
 use super::round_robin::RoundRobin;
 use super::shared::Shared;
 use super::sync::{Arc, Ordering};
-use super::unit::{detach, prefetch_unit, reverse, slot, Unit};
+use super::unit::{detach, prefetch_header, prefetch_unit, reverse, slot, Unit};
 
 /// Receiving end of a TransferQueue (exactly one). `Send`, not `Sync`.
 pub struct Consumer<T> {
     /// First unit of the local (detached, FIFO) chain, or null.
     cur: *mut Unit,
-    /// `count` of `cur`.
+    /// `count` of `cur`, or [`UNREAD`] while `cur`'s header has not been
+    /// read yet (the consumer moved to it; the first `ready` reads it).
     count: usize,
     /// Items of `cur` already handed out.
     offset: usize,
@@ -36,6 +37,13 @@ pub struct Consumer<T> {
     expect_seq: Vec<u32>,
     shared: Arc<Shared<T>>,
 }
+
+/// `Consumer::count` of a unit moved to but not entered: its header was
+/// written on another core, so it is read when the unit is first needed,
+/// not when the previous one is spent (the miss then overlaps whatever the
+/// caller does in between). Above any real count, so `offset < count`
+/// holds for it, as for any unit with unread items.
+const UNREAD: usize = usize::MAX;
 
 // SAFETY: the consumer exclusively owns its detached chain (raw pointers into
 // the arenas) and the items in it, which are `T: Send`.
@@ -124,6 +132,12 @@ impl<T: Send> Consumer<T> {
         }
         let unit = self.cur;
         let n = (self.count - self.offset).min(max);
+        if self.offset + n == self.count && self.shared.single {
+            // This call may spend the unit: ask now for its header line,
+            // where the producer links the next unit, so that the `next`
+            // load in `spent` does not wait a cross-core trip after `take`.
+            prefetch_header(unit);
+        }
         // SAFETY: slots `offset..offset + n` hold initialised items of a
         // unit we own until we return it (after this call); whatever `take`
         // writes into them is a valid `T` (`Plain`).
@@ -202,6 +216,9 @@ impl<T> Consumer<T> {
     fn ready(&mut self) -> bool {
         loop {
             if !self.cur.is_null() {
+                if self.count == UNREAD {
+                    self.enter();
+                }
                 if self.offset < self.count {
                     return true;
                 }
@@ -318,12 +335,8 @@ impl<T> Consumer<T> {
         }
         self.cur = next;
         self.items_back = false;
-        if next.is_null() {
-            self.count = 0;
-            self.offset = 0;
-        } else {
-            self.enter();
-        }
+        self.offset = 0;
+        self.count = if next.is_null() { 0 } else { UNREAD };
     }
 
     /// Counts `units` units and `items` items back to `producer`'s pool:
@@ -352,6 +365,9 @@ impl<T> Consumer<T> {
 
     /// Drops the unread items of `cur` (non-null).
     fn drop_unread(&mut self) {
+        if self.count == UNREAD {
+            self.enter();
+        }
         let unit = self.cur;
         let (from, n) = (self.offset, self.count - self.offset);
         self.offset = self.count; // mark read before dropping

@@ -205,6 +205,14 @@ pub(super) fn prefetch_unit(unit: *const Unit, stride: usize) {
     let _ = (unit, stride);
 }
 
+/// Asks for the header line of one unit (its `next` link, count and
+/// owner): the line a single producer writes when it links the next unit
+/// after it. A hint only, as [`prefetch_unit`].
+#[inline(always)]
+pub(super) fn prefetch_header(unit: *const Unit) {
+    prefetch_unit(unit, 1);
+}
+
 /// Reverses a detached chain in place and returns its new first unit,
 /// prefetching each unit (`stride` bytes) as soon as its address is known,
 /// so that its lines travel while the walk waits for the next link.

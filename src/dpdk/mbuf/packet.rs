@@ -231,6 +231,12 @@ impl Packet {
         self.0 .0 |= Self::SAMPLED;
     }
 
+    /// Unmarks a latency sample (its stamp has been read).
+    #[inline]
+    pub fn clear_sampled(&mut self) {
+        self.0 .0 &= !Self::SAMPLED;
+    }
+
     #[inline]
     pub fn is_sampled(&self) -> bool {
         self.0 .0 & Self::SAMPLED != 0
