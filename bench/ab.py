@@ -11,7 +11,10 @@ median forwarded Mpps, the whole pipeline's busy TSC cycles per forwarded
 packet (summed over lcores, from the JSON) and each lcore's share, and the
 median of per-round ratios against the first contender; with `--latency`
 in the contenders' options, also the median RX->TX p50 and p90 (and the
-p50's median paired ratio). Every run must end with conservation and 0
+p50's median paired ratio). Then the same per host placement of the two
+lcores (near or far, from the cache-line trip tqfwd measures at the start
+and end of each run): the pipeline's cost follows it, and the host picks
+it anew for each run. Every run must end with conservation and 0
 mbufs in use, or the script says so and exits 1.
 
 Example (what a queue change's commit message quotes):
@@ -68,8 +71,30 @@ def run(binary, opts, a, seq, tmp):
         per.append(l["busy_cycles_per_packet"] * handled / max(rep["tx_packets"], 1))
     mpps = statistics.fmean(lines[1:]) if len(lines) > 1 else rep["tx_mpps"]
     lat = rep.get("latency_ns") or {}
+    trip = rep.get("lcore_trip_ns") or {}
     return {"mpps": mpps, "cyc": sum(per), "per": per, "ok": ok, "cmd": " ".join(cmd),
-            "drops": rep["drops_total"], "p50": lat.get("p50"), "p90": lat.get("p90")}
+            "drops": rep["drops_total"], "p50": lat.get("p50"), "p90": lat.get("p90"),
+            "trip": (trip.get("start"), trip.get("end")), "place": placement(trip)}
+
+
+# One cache line's trip between the two lcores, one way, below which the
+# host placed them near each other (a shared cache: 35-60 ns on the test VM)
+# rather than far (150-175 ns). tqfwd measures it at the start and the end
+# of each run (`lcore_trip_ns`); a run whose two figures fall on different
+# sides changed placement while it ran.
+NEAR_NS = 100.0
+
+
+def placement(trip):
+    """'near', 'far', 'mixed', or '?' (not measured) for a run's trip."""
+    start, end = trip.get("start"), trip.get("end")
+    if start is None or end is None:
+        return "?"
+    if start < NEAR_NS and end < NEAR_NS:
+        return "near"
+    if start >= NEAR_NS and end >= NEAR_NS:
+        return "far"
+    return "mixed"
 
 
 def main():
@@ -99,8 +124,10 @@ def main():
                 res[name].append(x)
                 bad += not x["ok"]
                 lat = "" if x["p50"] is None else f"  p50/p90 {x['p50']:.0f}/{x['p90']:.0f} ns"
+                trip = "/".join("-" if t is None else f"{t:.0f}" for t in x["trip"])
                 print(f"round {r} {name:10s} {x['mpps']:7.2f} Mpps  {x['cyc']:6.1f} cyc/pkt "
                       f"({' + '.join(f'{v:.1f}' for v in x['per'])})  drops {x['drops']}{lat}"
+                      f"  trip {trip} ns {x['place']}"
                       f"{'' if x['ok'] else '  END CHECK FAILED'}", flush=True)
     base = cs[0][0]
     print(f"\n{'contender':10s} {'Mpps':>7s} {'cyc/pkt':>8s}  per lcore          ratio Mpps vs {base} (paired)  cyc ratio")
@@ -118,6 +145,27 @@ def main():
             lat = f"   p50 {p50:.0f} ns (paired x{r50:.3f})  p90 {p90:.0f} ns"
         print(f"{name:10s} {med:7.2f} {cyc:8.1f}  {' + '.join(f'{v:.1f}' for v in per):18s} {ratio:.3f}"
               f"{'':24s}{cr:.3f}{lat}")
+    # The same, per host placement: each contender's runs of one placement,
+    # and the paired ratios of the rounds where both runs had it.
+    for place in ("near", "far"):
+        print(f"\nplacement {place} (cache line one way {'<' if place == 'near' else '>='} "
+              f"{NEAR_NS:.0f} ns at the start and the end of the run)")
+        for name, _, _ in cs:
+            xs = [x for x in res[name] if x["place"] == place]
+            pairs = [(x, b) for x, b in zip(res[name], res[base])
+                     if x["place"] == place and b["place"] == place]
+            if not xs:
+                print(f"{name:10s} no run")
+                continue
+            med = statistics.median(x["mpps"] for x in xs)
+            cyc = statistics.median(x["cyc"] for x in xs)
+            per = [statistics.median(x["per"][i] for x in xs) for i in range(len(xs[0]["per"]))]
+            ratio = (f"{statistics.median(x['mpps'] / b['mpps'] for x, b in pairs):.3f}"
+                     if pairs else "-")
+            cr = (f"{statistics.median(x['cyc'] / b['cyc'] for x, b in pairs):.3f}"
+                  if pairs else "-")
+            print(f"{name:10s} {med:7.2f} {cyc:8.1f}  {' + '.join(f'{v:.1f}' for v in per):18s} "
+                  f"{ratio:>5s} ({len(pairs)} pairs){'':13s}{cr}   runs {len(xs)}")
     print(f"\nexact runs: {res[cs[0][0]][0]['cmd']}")
     if bad:
         print(f"ab: {bad} run(s) failed the end checks", file=sys.stderr)

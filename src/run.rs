@@ -81,5 +81,6 @@ pub fn run(
     let mut report = figures.report(mbufs_in_use, finished.histograms);
     report.capture_dropped = finished.captures.iter().map(|c| c.capture_dropped).sum();
     report.capture = finished.captures;
+    report.lcore_trip_ns = finished.trip;
     Ok(report)
 }

@@ -153,6 +153,30 @@ fn pcap_roundtrip(backend: &str, topology: &str, workers: &str, extra: &[&str]) 
         through_workers += n;
     }
     assert_eq!(through_workers, total);
+    // The cache-line trip between the two lcores, measured on them as
+    // forwarding started and after it stopped (a median of batches, so a
+    // host stall of a few ms does not set it).
+    let trip = &j["lcore_trip_ns"];
+    assert_eq!(
+        trip["between"],
+        serde_json::json!([0, 1]),
+        "{}",
+        run.describe()
+    );
+    for when in ["start", "end"] {
+        let ns = trip[when].as_f64().unwrap_or(-1.0);
+        assert!(
+            ns > 0.0 && ns < 100_000.0,
+            "lcore_trip_ns.{when}: {trip}\n{}",
+            run.describe()
+        );
+    }
+    assert!(
+        run.stdout
+            .contains("cache line lcore 0 <-> lcore 1, one way: "),
+        "{}",
+        run.describe()
+    );
     // Which stages handed off in place: RX only into one worker's queue;
     // the worker into the one TX lcore's queue; TX always.
     let handoff = match extra.iter().position(|a| *a == "--handoff") {
@@ -516,6 +540,36 @@ fn class_steers_to_dedicated_worker() {
     let mac = mac_bytes(j["ports"][1]["mac"].as_str().unwrap());
     check_output(&out, &frames, 1, mac);
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// One lcore holding every role: no other lcore to measure a cache-line
+/// trip to, so the report has none (and the end checks hold).
+#[test]
+fn one_lcore_reports_no_trip() {
+    let _g = serial();
+    let dir = scratch("onelcore");
+    let run = run_tqfwd(
+        &dir,
+        &eal_args(
+            "0",
+            &[
+                "net_null0,size=64".to_string(),
+                "net_null1,size=64".to_string(),
+            ],
+        ),
+        &["--duration", "1", "--stats-interval", "0"],
+        Duration::from_secs(60),
+    );
+    assert_clean_end(&run);
+    let j = run.json();
+    assert_eq!(j["lcores"].as_array().unwrap().len(), 1);
+    assert!(j["tx_packets"].as_u64().unwrap() > 0, "{}", run.describe());
+    assert!(j.get("lcore_trip_ns").is_none(), "{}", run.describe());
+    assert!(
+        !run.stdout.contains("cache line lcore"),
+        "{}",
+        run.describe()
+    );
 }
 
 /// Two RX lcores on net_null ports (which offer RSS configuration): RSS is

@@ -17,6 +17,7 @@ pub mod lifecycle;
 pub mod rate;
 pub mod rx;
 pub mod stages;
+pub mod trip;
 pub mod tx;
 pub mod worker;
 
@@ -84,6 +85,8 @@ pub struct Finished {
     /// Copies still allocated from the capture pools after the writer
     /// drained them (0 unless a copy leaked).
     pub capture_in_use: u64,
+    /// The cache-line trip between the first two lcores (None with one).
+    pub trip: Option<trip::TripReport>,
 }
 
 impl Forwarding {
@@ -180,6 +183,8 @@ impl Forwarding {
         let clock = WallClock::new(dpdk::rdtsc(), dpdk::tsc_hz());
         let stall = plan.capture.writer_stall;
         let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
+        let lcores: Vec<Lcore> = counters.iter().map(|(l, _)| *l).collect();
+        let trip = trip::TripProbe::between_first_two(&lcores);
         let (pools, ports) = (&res.pools, &res.ports);
         // A dpdk-dumpcap that detaches frees its pool only after every
         // burst that could be in DPDK's pdump callback has returned.
@@ -230,7 +235,13 @@ impl Forwarding {
                     .and_then(|(_, m)| m.lock().ok().and_then(|mut g| g.take()));
                 let c = counters.iter().find(|(l, _)| *l == lcore);
                 if let (Some(mut w), Some((_, c))) = (taken, c) {
+                    if let Some(t) = &trip {
+                        t.play(lcore, trip::When::Start);
+                    }
                     run_lcore(&mut w, &phase, &gates, c);
+                    if let Some(t) = &trip {
+                        t.play(lcore, trip::When::End);
+                    }
                     if let Some(h) = w.tx.as_mut().and_then(|t| t.take_histogram()) {
                         if let Ok(mut v) = histograms.lock() {
                             v.push(h);
@@ -261,6 +272,7 @@ impl Forwarding {
             histograms: histograms.into_inner().unwrap_or_default(),
             captures: capture_reports,
             capture_in_use,
+            trip: trip.map(|t| t.report()),
         })
     }
 }

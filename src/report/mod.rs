@@ -146,6 +146,7 @@ impl<'a> Final<'a> {
             signal: signal::last_signal(),
             capture_dropped: 0,
             capture: Vec::new(),
+            lcore_trip_ns: None,
         }
     }
 

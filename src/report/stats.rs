@@ -471,6 +471,11 @@ pub struct Report {
     /// `--capture`: one entry per captured port.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub capture: Vec<super::capture::CaptureReport>,
+    /// One cache line's trip between the first two lcores, one way, as
+    /// forwarding started and after it stopped (`forward::trip`); absent
+    /// with one lcore.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lcore_trip_ns: Option<crate::forward::trip::TripReport>,
 }
 
 pub fn drops_map(drops: &[u64; DropReason::COUNT]) -> BTreeMap<&'static str, u64> {
@@ -553,6 +558,16 @@ impl Report {
                 l.busy_cycles_per_packet,
                 l.avg_burst,
                 l.idle_polls
+            ));
+        }
+        if let Some(t) = &self.lcore_trip_ns {
+            let ns = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.1} ns"));
+            s.push_str(&format!(
+                "  cache line lcore {} <-> lcore {}, one way: {} at start, {} at end\n",
+                t.between[0],
+                t.between[1],
+                ns(t.start),
+                ns(t.end)
             ));
         }
         for c in &self.app_classes {
