@@ -30,8 +30,9 @@ import sys
 import threading
 import time
 
-from pipeline_analysis import configurations_ran, cores_for_line_rate, evaluate_targets, overload, summarize
-from pipeline_model import CONTENDERS, LATENCY_SAMPLE, TQFWD, Cfg, med
+from pipeline_analysis import (by_placement, configurations_ran, cores_for_line_rate, evaluate_targets, overload,
+                               summarize)
+from pipeline_model import CONTENDERS, LATENCY_SAMPLE, TQFWD, Cfg, med, placement
 from report_json import results_doc, write_json
 from report_md import fmt, perf_text, report
 from report_svg import render_file, svg_chart
@@ -234,6 +235,10 @@ class Runner:
         if rep is None:
             r["error"] = "no --stats-json output; last lines: " + " | ".join(out.strip().splitlines()[-3:])
             return r
+        # Host placement of the first two lcores (near / far / mixed / ?);
+        # a one-lcore run has no trip to measure: n/a.
+        r["lcore_trip_ns"] = rep.get("lcore_trip_ns")
+        r["placement"] = placement(r["lcore_trip_ns"]) if len(rep.get("lcores", [])) >= 2 else "n/a"
         steady = lines[1:]
         if steady:
             r["rx_mpps"] = statistics.fmean(x[1] for x in steady)
@@ -531,8 +536,11 @@ class Session:
             self.contended_runs += 1
         self.runs.setdefault(c.key, []).append(r)
         lat = r.get("latency_ns")
+        trip = r.get("lcore_trip_ns") or {}
         log(f"  {c.key:40s} rx {fmt(r.get('rx_mpps'), 3):>7} tx {fmt(r.get('tx_mpps'), 3):>7} Mpps"
             + (f"  p99 {lat['p99'] / 1000:.1f} µs" if lat else "")
+            + (f"  trip {fmt(trip.get('start'), 0)}/{fmt(trip.get('end'), 0)} ns {r['placement']}"
+               if r.get("placement") not in (None, "n/a") else "")
             + (f"  drops {r.get('drops_total')}" if r.get("drops_total") else "")
             + (f"  ERROR {r['error']}" if "error" in r else ""))
 
@@ -655,7 +663,8 @@ def main() -> int:
         log("perf record / perf stat: tq and ring, net_null, default point, 3 s each")
         meta["perf"] = run_perf(runner, log)
     summ = summarize(cfgs, runs)
-    an = {"overload": overload(runs, summ), "cores_for_line_rate": cores_for_line_rate(summ, meta["tsc_hz"])}
+    an = {"overload": overload(runs, summ), "cores_for_line_rate": cores_for_line_rate(summ, meta["tsc_hz"]),
+          "by_placement": by_placement(cfgs, runs, summ)}
     targets = evaluate_targets(cfgs, runs, summ, meta, an)
     md = report(meta, cfgs, runs, summ, targets, an)
     sys.stdout.write(md)

@@ -22,6 +22,38 @@ LATENCY_SAMPLE = 16
 LINE_RATES = ((14.88, "10 GbE"), (37.2, "25 GbE"), (59.52, "40 GbE"), (148.8, "100 GbE"))
 WORKER_COSTS = (0, 100, 500)  # --worker-cycles of the rows that give the worker's cost
 
+# Host placement of the first two lcores, from tqfwd's `lcore_trip_ns` (one
+# cache line's one-way trip between them, measured as forwarding starts and
+# after it stops). On the 2-vCPU test VM the host puts the two vCPUs near
+# each other (a shared cache: ~14-60 ns) or far apart (~150-175 ns), anew for
+# every process start, and the pipeline's throughput follows it (~47 against
+# ~26 Mpps for the same binary): figures compared across runs of different
+# placements mix the host's choice into the contenders'. Same threshold as
+# bench/ab.py.
+NEAR_NS = 100.0
+PLACES = ("near", "far")  # the placements compared; "mixed" and "?" runs are left out
+
+
+def placement(trip: dict | None) -> str:
+    """A run's host placement from its `lcore_trip_ns`: "near" (the trip
+    below NEAR_NS at the start and at the end of the run), "far" (at or
+    above it at both), "mixed", or "?" (missing: not measured or null).
+
+    The host picks the vCPUs' placement for each process start (and may pick
+    again when they idle), so every run has its own; a run whose start and
+    end figures fall on different sides of NEAR_NS changed placement while it
+    ran ("mixed") and belongs to neither group."""
+    if not trip:
+        return "?"
+    start, end = trip.get("start"), trip.get("end")
+    if start is None or end is None:
+        return "?"
+    if start < NEAR_NS and end < NEAR_NS:
+        return "near"
+    if start >= NEAR_NS and end >= NEAR_NS:
+        return "far"
+    return "mixed"
+
 
 @dataclass(frozen=True)
 class Cfg:
@@ -56,6 +88,19 @@ def pair_ratios(runs, ka, kb, metric="tx_mpps"):
         if "error" in a or "error" in b or not b.get(metric):
             continue
         xs.append(a[metric] / b[metric])
+    return xs
+
+
+def placed_pair_ratios(runs, ka, kb, place, metric="tx_mpps"):
+    """pair_ratios over the rounds where both runs had host placement
+    `place` (their "placement" field)."""
+    ra, rb = runs.get(ka, []), runs.get(kb, [])
+    xs = []
+    for a, b in zip(ra, rb):
+        if "error" in a or "error" in b or not b.get(metric):
+            continue
+        if a.get("placement") == place and b.get("placement") == place:
+            xs.append(a[metric] / b[metric])
     return xs
 
 

@@ -4,8 +4,14 @@ Schema `tqfwd-pipeline-bench/1`, keys in this order: `meta` (command,
 machine, load, method, loads, floor, perf), `targets` (name, verdict MET /
 MISSED / n/a, detail), `summary` (medians per configuration, by
 "traffic/point/contender"), `runs` (every run: command line, figures or
-error), `overload`, `cores_for_line_rate`, and `ratios` (tq over each
-other contender, median of paired ratios, per point).
+error; tqfwd runs also `lcore_trip_ns` and `placement`: near / far /
+mixed / ? / n/a), `overload`, `cores_for_line_rate`, `by_placement` (runs
+per placement per configuration, and per placement near / far: the
+throughput points' medians and tq's paired ratios against ring and
+ring-copy, the null default point's cost, overload, the latency option's
+cost and the --rx-rate loads, from that placement's runs only), and
+`ratios` (tq over each other contender, median of paired ratios, per
+point). Targets with near / far figures carry them in `by_placement`.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ and the text of its perf output (pipeline-<date>-perf.txt).
 from __future__ import annotations
 
 from pipeline_analysis import configurations_ran
-from pipeline_model import LATENCY_SAMPLE, LINE_RATES, WORKER_COSTS, paired_ratio, throughput_points, us
+from pipeline_model import (LATENCY_SAMPLE, LINE_RATES, NEAR_NS, PLACES, WORKER_COSTS, paired_ratio,
+                            throughput_points, us)
 
 
 def fmt(x, d=2, none="–"):
@@ -28,10 +29,11 @@ def report(meta, cfgs, runs, summ, targets, an) -> str:
                  "(every target is n/a in the JSON).\n")
         return "\n".join(L + report_failures(runs)) + "\n"
     L += report_throughput(cfgs, runs, summ)
+    L += report_placement(an.get("by_placement"))
     L += report_overload(an["overload"])
     L += report_loads(meta, cfgs, summ)
     L += report_cores(meta, an["cores_for_line_rate"])
-    L += report_configs(cfgs, summ)
+    L += report_configs(cfgs, summ, (an.get("by_placement") or {}).get("counts", {}))
     L += report_targets(targets)
     L += report_perf(meta.get("perf"))
     L += report_failures(runs)
@@ -90,19 +92,121 @@ def report_throughput(cfgs, runs, summ) -> list[str]:
     return L
 
 
-def report_configs(cfgs, summ) -> list[str]:
-    """Every configuration's medians, one row each."""
+def placement_cell(n) -> str:
+    """near/far/mixed run counts of one configuration (and ? when some run
+    had no trip figures); n/a for testpmd and one-lcore runs."""
+    if not n or (n["n/a"] and not any(n[k] for k in ("near", "far", "mixed", "?"))):
+        return "n/a"
+    return f"{n['near']}/{n['far']}/{n['mixed']}" + (f" +{n['?']} ?" if n["?"] else "")
+
+
+def cell(x, n, d=2):
+    """A median with its count of runs or pairs; – when there is none."""
+    return "–" if not n or x is None else f"{x:.{d}f} ({n})"
+
+
+def report_placement(bp) -> list[str]:
+    """The throughput, cost, overload and latency figures again over the
+    runs of one host placement (near, far): an added view, the targets use
+    every run."""
+    if not bp:
+        return []
+    L = ["## By host placement\n"]
+    t = bp["totals"]
+    L.append(f"The host places the two vCPUs behind lcores 0 and 1 anew for every process start, near each other "
+             f"or far apart, and the pipeline's throughput follows it. tqfwd measures one cache line's one-way "
+             f"trip between the two lcores as forwarding starts and after it stops (`lcore_trip_ns`): a run is "
+             f"**near** when the trip is below {NEAR_NS:.0f} ns at both the start and the end of the run, "
+             f"**far** when it is {NEAR_NS:.0f} ns or more at both. Runs of mixed placement (the host moved a "
+             f"vCPU while the run ran) and runs without the figures (?) are left out of this section; testpmd "
+             f"and `-l 0` runs have one forwarding lcore and no placement. Figures are medians over the runs of "
+             f"that placement (run count in brackets); ratios pair the n-th runs of a round, as above, only where "
+             f"both had that placement (pair count in brackets). tqfwd runs with figures: near {t['near']}, far "
+             f"{t['far']}, mixed {t['mixed']}, ? {t['?']}" + (f", one lcore {t['n/a']}" if t["n/a"] else "")
+             + ". The targets use every run; their near and far figures are under each target.\n")
+    L.append("| traffic | point | placement | tq Mpps | ring Mpps | ring-copy Mpps | tq/ring | tq/ring-copy "
+             "| tq / ring p99 µs |")
+    L.append("|---|---|---|---:|---:|---:|---:|---:|---:|")
+    places = bp["places"]
+    for i, e0 in enumerate(places[PLACES[0]]["points"]):
+        for place in PLACES:
+            e = places[place]["points"][i]
+            cs = e["contenders"]
+            if not any(x["runs"] for x in cs.values()):
+                continue
+
+            def g(cn):
+                x = cs.get(cn)
+                return cell(x["tx_mpps"], x["runs"]) if x else "–"
+
+            def rr(cn):
+                st = e["ratios"].get(cn)
+                return cell(st["ratio"], st["pairs"], 3) if st else "–"
+
+            def p99(cn):
+                x = cs.get(cn)
+                return fmt(us(x["p99_ns"]), 1) if x and x["runs"] else "–"
+            L.append(f"| {e['traffic']} | {md_cell(e['point'])} | {place} | {g('tq')} | {g('ring')} | "
+                     f"{g('ring-copy')} | {rr('ring')} | {rr('ring-copy')} | {p99('tq')} / {p99('ring')} |")
+    L.append("")
+    costs = [(place, cn, x) for place in PLACES for cn, x in places[place]["cost"].items() if x["runs"]]
+    if costs:
+        io = costs[0][2]["testpmd_io_cycles_per_rx_packet"]
+        L.append(f"Cost at the null default point, busy TSC cycles per forwarded packet (testpmd io: "
+                 f"{fmt(io, 1)}, all its runs):\n")
+        L.append("| backend | placement | runs | whole pipeline | per lcore | RX+TX lcore | RX+TX ÷ testpmd io |")
+        L.append("|---|---|---:|---:|---|---:|---:|")
+        for place, cn, x in sorted(costs, key=lambda t: (("tq", "ring").index(t[1]), PLACES.index(t[0]))):
+            per = " + ".join(f"{l['busy_cycles_per_rx_packet']:.1f} ({l['roles']})" for l in x["lcores"]
+                             if l["busy_cycles_per_rx_packet"] is not None) or "–"
+            L.append(f"| {cn} | {place} | {x['runs']} | {fmt(x['busy_cycles_per_rx_packet'], 1)} | {per} | "
+                     f"{fmt(x['rx_tx_lcore_cycles_per_rx_packet'], 1)} | {fmt(x['rx_tx_lcore_vs_testpmd_io'], 2)} |")
+        L.append("")
+    ovs = [(place, cn, x) for place in PLACES for cn, x in places[place]["overload"].items()
+           if x["wait_runs"] or x["drop_runs"]]
+    if ovs:
+        L.append("Overload, --on-full drop ÷ wait (null, default point):\n")
+        L.append("| backend | placement | wait Mpps | drop Mpps | ratio of medians | median of paired ratios |")
+        L.append("|---|---|---:|---:|---:|---:|")
+        for place, cn, x in sorted(ovs, key=lambda t: (("tq", "ring").index(t[1]), PLACES.index(t[0]))):
+            L.append(f"| {cn} | {place} | {cell(x['wait_mpps'], x['wait_runs'])} | "
+                     f"{cell(x['drop_mpps'], x['drop_runs'])} | {fmt(x['ratio_of_medians'], 3)} | "
+                     f"{cell(x['paired_ratio'], x['pairs'], 3)} |")
+        L.append("")
+    lds = [(place, e) for e0 in places[PLACES[0]]["loads"] for place in PLACES
+           for e in places[place]["loads"] if e["point"] == e0["point"] and (e["tq"]["runs"] or e["ring"]["runs"])]
+    if lds:
+        L.append("Latency below saturation (--rx-rate), p50 / p90 / p99 µs:\n")
+        L.append("| load | placement | tq | ring | tq ÷ ring p50 | tq ÷ ring p90 |")
+        L.append("|---|---|---:|---:|---:|---:|")
+        for place, e in lds:
+            def q(cn):
+                x = e[cn]
+                if not x["runs"]:
+                    return "–"
+                return " / ".join(fmt(us(x[k]), 1) for k in ("p50", "p90", "p99")) + f" ({x['runs']})"
+            L.append(f"| {e['point'].split()[1]} % | {place} | {q('tq')} | {q('ring')} | {fmt(e['p50_ratio'], 2)} | "
+                     f"{fmt(e['p90_ratio'], 2)} |")
+        L.append("")
+    return L
+
+
+def report_configs(cfgs, summ, placements=None) -> list[str]:
+    """Every configuration's medians, one row each, with its runs' host
+    placements (near/far/mixed)."""
+    placements = placements or {}
     L = []
     L.append("## Every configuration\n")
     L.append("| contender | traffic | point | rx Mpps | tx Mpps (min–max) | drops by reason (all rounds) "
              "| p50 / p90 / p99 / p99.9 / max µs | busy cyc/pkt per lcore | busy ratio | idle polls (M) "
-             "| busy cyc per rx pkt | mbufs in use | ok runs |")
-    L.append("|---|---|---|---:|---:|---|---|---|---|---|---:|---:|---:|")
+             "| busy cyc per rx pkt | mbufs in use | ok runs | placement (near/far/mixed) |")
+    L.append("|---|---|---|---:|---:|---|---|---|---|---|---:|---:|---:|---:|")
     for c in cfgs:
         s = summ[c.key]
+        pc = placement_cell(placements.get(c.key))
         if "tx_mpps" not in s:
             L.append(f"| {c.contender} | {c.traffic} | {md_cell(c.point)} | FAILED |||||||||"
-                     f"{s['rounds_ok']}/{s['rounds']} |")
+                     f"{s['rounds_ok']}/{s['rounds']} | {pc} |")
             continue
         drops = ", ".join(f"{k}={v}" for k, v in s.get("drops_all_rounds", {}).items() if v) or "0"
         l = s.get("latency_ns")
@@ -114,9 +218,11 @@ def report_configs(cfgs, summ) -> list[str]:
         L.append(f"| {c.contender} | {c.traffic} | {md_cell(c.point)} | {fmt(s['rx_mpps'])} | {fmt(s['tx_mpps'])} "
                  f"({fmt(s['tx_mpps_min'])}–{fmt(s['tx_mpps_max'])}) | {drops} | {lat} | {cyc} | {br} | {ip} | "
                  f"{fmt(s.get('busy_cycles_per_rx_packet'), 0)} | {s.get('mbufs_in_use_max', '–')} | "
-                 f"{s['rounds_ok']}/{s['rounds']} |")
+                 f"{s['rounds_ok']}/{s['rounds']} | {pc} |")
     L.append("")
-    L.append("busy cyc/pkt per lcore: tqfwd's `busy_cycles_per_packet` (busy-poll cycles / packets the lcore "
+    L.append("placement: the runs with figures whose two lcores the host placed near, far, or first one then "
+             "the other (mixed), from tqfwd's `lcore_trip_ns` (see By host placement); `+n ?`: runs without "
+             "the figures; n/a: one forwarding lcore (testpmd, `-l 0`). busy cyc/pkt per lcore: tqfwd's `busy_cycles_per_packet` (busy-poll cycles / packets the lcore "
              "handled, counting each role it holds). busy cyc per rx pkt: all lcores' busy cycles / packets "
              "received; for testpmd its `--record-core-cycles` \"CPU cycles/packet\" (same definition: "
              "cycles of polls that received packets / packets received).\n")
@@ -124,11 +230,15 @@ def report_configs(cfgs, summ) -> list[str]:
 
 
 def report_targets(targets) -> list[str]:
-    """The targets with their verdicts (MET, MISSED or n/a)."""
+    """The targets with their verdicts (MET, MISSED or n/a), each with its
+    near and far figures (by host placement) under it where they exist."""
     L = []
     L.append("## Targets\n")
     for t in targets:
         L.append(f"- **{t['name']}**: {t['verdict']} — {t['detail']}")
+        bp = t.get("by_placement")
+        if bp:
+            L.append("  - " + "; ".join(f"{p}: {bp[p]}" for p in PLACES if p in bp))
     L.append("")
     return L
 
