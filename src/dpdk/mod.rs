@@ -29,7 +29,7 @@ use std::ffi::CStr;
 
 pub use eal::{Eal, Lcore};
 pub use error::{rte_errno, strerror, DpdkError};
-pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, U64Field};
+pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, Sampling, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
 pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender, QueueProbe};

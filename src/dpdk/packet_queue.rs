@@ -23,7 +23,7 @@
 //! prefix and leaves the rest as valid packets).
 
 use super::error::DpdkError;
-use super::mbuf::{Burst, MbufPtr, Packet, RawForm, RawMbuf, RawPacket};
+use super::mbuf::{Burst, MbufPtr, Packet, RawForm, RawMbuf, RawPacket, Sampling};
 use super::port::{RxQueue, TxQueue};
 use super::ring::{Ring, RingProbe};
 use super::sys;
@@ -50,16 +50,17 @@ impl PacketSender {
 
     /// Zero-copy RX: receives up to `max` frames from `queue`
     /// straight into the queue's free slots (one run: a transfer unit, or
-    /// ring slots up to the wrap) and publishes them as packets. `each`
-    /// sees every mbuf first (to stamp it) and says whether it is a latency
-    /// sample. `None` when the queue has no room: nothing is received, the
-    /// frames stay in the NIC.
+    /// ring slots up to the wrap) and publishes them as packets; with
+    /// `sampling` (`--latency`), its samples among them are stamped with
+    /// `now` (read here at the first one if it is 0). `None` when the
+    /// queue has no room: nothing is received, the frames stay in the NIC.
     #[inline]
     pub fn receive_from(
         &mut self,
         queue: &mut RxQueue,
         max: usize,
-        mut each: impl FnMut(&mut MbufPtr) -> bool,
+        mut sampling: Option<&mut Sampling>,
+        now: &mut u64,
     ) -> Option<usize> {
         self.0.send_with(max, &mut |slots: &mut [RawPacket]| {
             let room = slots.len().min(u16::MAX as usize) as u16;
@@ -71,17 +72,26 @@ impl PacketSender {
             for slot in &mut slots[..n] {
                 // SAFETY: the PMD wrote a live mbuf's (non-null) address
                 // here, owned by nobody else: this handle is its one owner.
-                let mut m = unsafe {
+                let m = unsafe {
                     MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(
                         slot.0 as *mut sys::rte_mbuf,
                     )))
                 };
-                let sampled = each(&mut m);
-                let mut p = Packet::from_rx(m);
-                if sampled {
-                    p.set_sampled();
+                *slot = Packet::from_rx(m).into_raw();
+            }
+            if let Some(s) = sampling.as_deref_mut() {
+                let (mut i, step) = s.next(n);
+                if i < n && *now == 0 {
+                    *now = super::rdtsc_inline();
                 }
-                *slot = p.into_raw();
+                while i < n {
+                    // SAFETY: the slot's packet, received above and still
+                    // ours (lent slots); it goes back into the slot.
+                    let mut p = unsafe { Packet::from_raw(slots[i]) };
+                    p.stamp(s.field(), *now);
+                    slots[i] = p.into_raw();
+                    i += step;
+                }
             }
             n
         })

@@ -7,7 +7,7 @@ use super::rate::{FullPolicy, Hold, TokenBucket};
 use super::stages::{flush_buckets, reduce, Drops, StageCommon};
 use crate::config::class::{WorkerRange, MAX_CLASSES};
 use crate::config::MAX_PORTS;
-use crate::dpdk::{self, Burst, MbufBurst, Packet, PacketSender, U64Field};
+use crate::dpdk::{self, Burst, MbufBurst, Packet, PacketSender, Sampling, U64Field};
 use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_RX};
 use crate::setup::ports::PolledQueue;
 use crate::wire;
@@ -56,10 +56,8 @@ pub struct RxStage {
     rate: Option<TokenBucket>,
     n_workers: u32,
     counters: Arc<LcoreCounters>,
-    /// `--latency`: the RX-timestamp field, 1-in-N sampling, and the count
-    /// since the last sampled packet.
-    stamp: Option<(U64Field, u32)>,
-    since_sample: u32,
+    /// `--latency`: the RX-timestamp field and 1-in-N sampling.
+    sampling: Option<Sampling>,
     first_queue: usize,
     /// Which ports may be polled now (port lifecycle).
     gates: Arc<PortGates>,
@@ -107,8 +105,7 @@ impl RxStage {
             classes,
             class_workers,
             bucket_class,
-            stamp,
-            since_sample: 0,
+            sampling: stamp.map(|(field, every)| Sampling::new(field, every)),
             first_queue: 0,
             gates,
             queues,
@@ -143,25 +140,8 @@ impl RxStage {
     /// `None` when the worker's queue has no room (nothing received).
     #[inline]
     fn receive_in_place(&mut self, i: usize, max: usize, now: &mut u64) -> Option<usize> {
-        let stamp = self.stamp;
-        let since_sample = &mut self.since_sample;
         let queue = &mut self.queues[i].queue;
-        self.senders[0].receive_from(queue, max, |m| {
-            let Some((field, sample)) = stamp else {
-                return false;
-            };
-            // Only samples carry a stamp.
-            *since_sample += 1;
-            if *since_sample < sample {
-                return false;
-            }
-            *since_sample = 0;
-            if *now == 0 {
-                *now = dpdk::rdtsc_inline();
-            }
-            m.set_field(field, *now);
-            true
-        })
+        self.senders[0].receive_from(queue, max, self.sampling.as_mut(), now)
     }
 
     /// Copies the first frames of some ports for `--capture`.
@@ -195,27 +175,26 @@ impl RxStage {
     #[inline(always)]
     fn spread(&mut self, dedicated: u8, now: u64) {
         // The header is hot here: read what later stages need into the
-        // Packet once (they never touch the header), stamp samples.
-        let stamp = self.stamp;
-        let mut since_sample = self.since_sample;
+        // Packet once (they never touch the header), stamp samples (the
+        // burst's k-th packet is one when k == next).
+        let field = self.sampling.map(|s| s.field());
+        let (mut next, step) = match self.sampling.as_mut() {
+            Some(s) => s.next(self.rx.len()),
+            None => (usize::MAX, 0),
+        };
+        let mut k = 0usize;
         // Headers of a frame whose first segment is too short to hold
         // them are copied here (see Packet::head).
         let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
-        let mut to_packet = |mut m: dpdk::MbufPtr| {
-            let mut sampled = false;
-            if let Some((field, sample)) = stamp {
-                // Only samples carry a stamp.
-                since_sample += 1;
-                if since_sample >= sample {
-                    since_sample = 0;
-                    m.set_field(field, now);
-                    sampled = true;
-                }
-            }
+        let mut to_packet = |m: dpdk::MbufPtr| {
             let mut p = Packet::from_rx(m);
-            if sampled {
-                p.set_sampled();
+            if k == next {
+                if let Some(field) = field {
+                    p.stamp(field, now);
+                }
+                next += step;
             }
+            k += 1;
             p
         };
         // Packets a bucket could not take (never, while the room check
@@ -270,7 +249,6 @@ impl RxStage {
         if lost != 0 {
             self.counters.count_drop(DropReason::RxHandoffFull, lost);
         }
-        self.since_sample = since_sample;
     }
 
     /// One pass over the ports; returns how many packets it received.
@@ -376,7 +354,7 @@ impl RxStage {
             }
             // One TSC read per pass over the queues (not per queue): rdtsc
             // is not cheap in a VM, and a pass takes well under a µs.
-            if self.stamp.is_some() && rx_now == 0 {
+            if self.sampling.is_some() && rx_now == 0 {
                 rx_now = dpdk::rdtsc_inline();
             }
             self.spread(class, rx_now);

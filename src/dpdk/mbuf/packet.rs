@@ -231,6 +231,14 @@ impl Packet {
         self.0 .0 |= Self::SAMPLED;
     }
 
+    /// Makes the packet a latency sample: `now` into its RX-timestamp
+    /// field, and the mark.
+    #[inline]
+    pub fn stamp(&mut self, field: U64Field, now: u64) {
+        self.with_mbuf_mut(|m| m.set_field(field, now));
+        self.set_sampled();
+    }
+
     /// Unmarks a latency sample (its stamp has been read).
     #[inline]
     pub fn clear_sampled(&mut self) {
