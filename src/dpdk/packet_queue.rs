@@ -52,15 +52,16 @@ impl PacketSender {
     /// straight into the queue's free slots (one run: a transfer unit, or
     /// ring slots up to the wrap) and publishes them as packets; with
     /// `sampling` (`--latency`), its samples among them are stamped with
-    /// `now` (read here at the first one if it is 0). `None` when the
-    /// queue has no room: nothing is received, the frames stay in the NIC.
+    /// the time `now()` gives (asked only when there is one). `None` when
+    /// the queue has no room: nothing is received, the frames stay in the
+    /// NIC.
     #[inline]
     pub fn receive_from(
         &mut self,
         queue: &mut RxQueue,
         max: usize,
         mut sampling: Option<&mut Sampling>,
-        now: &mut u64,
+        mut now: impl FnMut() -> u64,
     ) -> Option<usize> {
         self.0.send_with(max, &mut |slots: &mut [RawPacket]| {
             let room = slots.len().min(u16::MAX as usize) as u16;
@@ -81,14 +82,12 @@ impl PacketSender {
             }
             if let Some(s) = sampling.as_deref_mut() {
                 let (mut i, step) = s.next(n);
-                if i < n && *now == 0 {
-                    *now = super::rdtsc_inline();
-                }
+                let t = if i < n { now() } else { 0 };
                 while i < n {
                     // SAFETY: the slot's packet, received above and still
                     // ours (lent slots); it goes back into the slot.
                     let mut p = unsafe { Packet::from_raw(slots[i]) };
-                    p.stamp(s.field(), *now);
+                    p.stamp(s.field(), t);
                     slots[i] = p.into_raw();
                     i += step;
                 }

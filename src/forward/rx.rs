@@ -141,7 +141,13 @@ impl RxStage {
     #[inline]
     fn receive_in_place(&mut self, i: usize, max: usize, now: &mut u64) -> Option<usize> {
         let queue = &mut self.queues[i].queue;
-        self.senders[0].receive_from(queue, max, self.sampling.as_mut(), now)
+        // One TSC read per pass over the queues, at its first sample.
+        self.senders[0].receive_from(queue, max, self.sampling.as_mut(), || {
+            if *now == 0 {
+                *now = dpdk::rdtsc_inline();
+            }
+            *now
+        })
     }
 
     /// Copies the first frames of some ports for `--capture`.
