@@ -30,6 +30,10 @@ import shlex
 import statistics
 import subprocess
 import sys
+
+# The host placement of a run's two lcores, from its lcore_trip_ns (shared
+# with bench/pipeline.sh; this directory is on the path when run as a script).
+from pipeline_model import NEAR_NS, placement
 import tempfile
 
 
@@ -75,26 +79,6 @@ def run(binary, opts, a, seq, tmp):
     return {"mpps": mpps, "cyc": sum(per), "per": per, "ok": ok, "cmd": " ".join(cmd),
             "drops": rep["drops_total"], "p50": lat.get("p50"), "p90": lat.get("p90"),
             "trip": (trip.get("start"), trip.get("end")), "place": placement(trip)}
-
-
-# One cache line's trip between the two lcores, one way, below which the
-# host placed them near each other (a shared cache: 35-60 ns on the test VM)
-# rather than far (150-175 ns). tqfwd measures it at the start and the end
-# of each run (`lcore_trip_ns`); a run whose two figures fall on different
-# sides changed placement while it ran.
-NEAR_NS = 100.0
-
-
-def placement(trip):
-    """'near', 'far', 'mixed', or '?' (not measured) for a run's trip."""
-    start, end = trip.get("start"), trip.get("end")
-    if start is None or end is None:
-        return "?"
-    if start < NEAR_NS and end < NEAR_NS:
-        return "near"
-    if start >= NEAR_NS and end >= NEAR_NS:
-        return "far"
-    return "mixed"
 
 
 def main():
