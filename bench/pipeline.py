@@ -32,7 +32,7 @@ import time
 
 from pipeline_analysis import (by_placement, configurations_ran, cores_for_line_rate, evaluate_targets, overload,
                                summarize)
-from pipeline_model import CONTENDERS, LATENCY_SAMPLE, TQFWD, Cfg, med, placement
+from pipeline_model import CONTENDERS, LATENCY_SAMPLE, PLACES, TQFWD, Cfg, med, placement
 from report_json import results_doc, write_json
 from report_md import fmt, perf_text, report
 from report_svg import render_file, svg_chart
@@ -65,6 +65,42 @@ def round_plan(cfgs: list[Cfg], quick: bool) -> list[Cfg]:
         return list(cfgs)
     again = [c for c in cfgs if c.traffic == "null" and c.point in ("default", "on-full drop", "no --latency")]
     return list(cfgs) + list(reversed(again))
+
+
+# --match-placement: the contenders whose host placements a group's runs
+# must share (the pair the headline ratios compare); ring-copy rides along.
+MATCHED = ("tq", "ring")
+MATCH_PLACEMENT = 3  # default number of redraws per group
+
+
+def plan_groups(plan: list[Cfg]) -> list[list[Cfg]]:
+    """A round's plan cut into groups: consecutive runs of one (traffic,
+    point), i.e. one point's contenders run back to back (the second,
+    reversed pass of the full mode forms groups of its own). A key already
+    in the group starts a new one, so a group holds each key at most once."""
+    groups: list[list[Cfg]] = []
+    for c in plan:
+        g = groups[-1] if groups else None
+        if g and (g[0].traffic, g[0].point) == (c.traffic, c.point) and c not in g:
+            g.append(c)
+        else:
+            groups.append([c])
+    return groups
+
+
+def group_placements(done: list[tuple[Cfg, dict]]) -> list[str]:
+    """The host placements of a group's tq and ring runs that have one
+    (testpmd and one-lcore runs have none: n/a; a run that failed before
+    its --stats-json: no field)."""
+    return [r["placement"] for c, r in done if c.contender in MATCHED and r.get("placement") not in (None, "n/a")]
+
+
+def placement_matched(done: list[tuple[Cfg, dict]]) -> bool:
+    """True when the group's tq and ring runs all drew the same placement,
+    near or far (mixed and ? never match); a group with fewer than two
+    such runs has nothing to compare and is matched."""
+    ps = group_placements(done)
+    return len(ps) < 2 or (len(set(ps)) == 1 and ps[0] in PLACES)
 
 
 def build_configs(quick: bool, only=CONTENDERS) -> list[Cfg]:
@@ -452,10 +488,15 @@ def parse_args():
     ap.add_argument("--perf-only", action="store_true")
     ap.add_argument("--contenders", default=",".join(CONTENDERS),
                     help="comma-separated subset of " + ", ".join(CONTENDERS) + " (default: all)")
+    ap.add_argument("--match-placement", type=int, default=MATCH_PLACEMENT, metavar="N",
+                    help="re-run a group's tqfwd runs up to N times while its tq and ring runs drew different "
+                         f"host placements (default {MATCH_PLACEMENT}; 0: never)")
     ap.add_argument("--pingpong", help="the compiled bench/pingpong.c (the physical floor); none: not measured")
     ap.add_argument("--render-svg", metavar="JSON",
                     help="only redraw the SVG of a results JSON (next to it); same as bench/report_svg.py JSON")
     a = ap.parse_args()
+    if a.match_placement < 0:
+        ap.error("--match-placement must be >= 0")
     a.contenders = [c.strip() for c in a.contenders.split(",") if c.strip()]
     unknown = [c for c in a.contenders if c not in CONTENDERS]
     if unknown:
@@ -510,16 +551,28 @@ def check_quiet(a) -> dict:
 
 
 class Session:
-    """The runs of one bench: every run in `runs` (by `Cfg.key`), with the
-    count of runs that overlapped someone else's compiler or DPDK program."""
+    """The runs of one bench: every kept run in `runs` (by `Cfg.key`), the
+    runs set aside by --match-placement in `redrawn` (by key), with the
+    count of runs that overlapped someone else's compiler or DPDK program.
+
+    The host draws the two vCPUs' placement (near / far) anew at every
+    process start, and throughput follows it: a paired ratio of a tq run
+    that drew near and a ring run that drew far measures the host. So the
+    runs go by groups (one point's contenders, back to back) and a group
+    whose tq and ring runs drew different placements has its tqfwd runs
+    run again, up to --match-placement times; each key keeps one run per
+    group, so the n-th runs of a round still pair."""
 
     def __init__(self, a, runner: Runner, cfgs: list[Cfg]):
         self.a, self.runner = a, runner
         self.runs: dict[str, list[dict]] = {c.key: [] for c in cfgs}
+        self.redrawn: dict[str, list[dict]] = {}
         self.contended_runs = 0
         self.waited_total = 0.0
+        self.matching = {"groups": 0, "groups_redrawn": 0, "redraw_runs": 0,
+                         "groups_unmatched": 0 if a.match_placement else None}
 
-    def run_one(self, c: Cfg, rnd: int):
+    def run_one(self, c: Cfg, rnd: int) -> dict:
         foreign = foreign_processes()
         if foreign and self.a.wait_quiet > 0:
             # another engineer's build/test/benchmark: give it 30 s to end
@@ -543,6 +596,49 @@ class Session:
                if r.get("placement") not in (None, "n/a") else "")
             + (f"  drops {r.get('drops_total')}" if r.get("drops_total") else "")
             + (f"  ERROR {r['error']}" if "error" in r else ""))
+        return r
+
+    def set_aside(self, c: Cfg, r: dict, rnd: int):
+        """Moves run `r` of `c` (the last of its key) from `runs` to `redrawn`."""
+        rs = self.runs[c.key]
+        i = next(i for i in range(len(rs) - 1, -1, -1) if rs[i] is r)
+        del rs[i]
+        r["redraw_of_round"] = rnd + 1
+        r.setdefault("attempt", 0)
+        self.redrawn.setdefault(c.key, []).append(r)
+
+    def run_group(self, group: list[Cfg], rnd: int):
+        """Runs one group, then, while its tq and ring runs drew different
+        host placements, sets its tqfwd runs aside and runs them again in the
+        same order (testpmd has no placement: its run stays), at most
+        --match-placement times. A group still unmatched keeps its last
+        runs, marked `unmatched`."""
+        n = self.a.match_placement
+        done = [(c, self.run_one(c, rnd)) for c in group]
+        self.matching["groups"] += 1
+        k = 0
+        while n and not placement_matched(done):
+            seen = ", ".join(f"{c.contender} {r.get('placement', '?')}" for c, r in done if c.contender in TQFWD)
+            where = f"{group[0].traffic}/{group[0].point} (round {rnd + 1})"
+            if k == n:
+                for c, r in done:
+                    if c.contender in TQFWD:
+                        r["unmatched"] = True
+                self.matching["groups_unmatched"] += 1
+                log(f"  {where}: placements still differ after {n} redraws ({seen}): kept, marked unmatched")
+                break
+            k += 1
+            if k == 1:
+                self.matching["groups_redrawn"] += 1
+            log(f"  redraw {k}/{n} of {where}: placements {seen}")
+            for c, r in done:
+                if c.contender in TQFWD:
+                    self.set_aside(c, r, rnd)
+            for i, (c, r) in enumerate(done):
+                if c.contender in TQFWD:
+                    done[i] = (c, self.run_one(c, rnd))
+                    done[i][1]["attempt"] = k
+                    self.matching["redraw_runs"] += 1
 
     def rounds(self, plan: list[Cfg]):
         a = self.a
@@ -551,8 +647,8 @@ class Session:
                 q = wait_quiet(min(a.wait_quiet, 120), log)
                 self.waited_total += q["waited_s"]
             log(f"round {rnd + 1}/{a.rounds} (load avg {loadavg()})")
-            for c in plan:
-                self.run_one(c, rnd)
+            for group in plan_groups(plan):
+                self.run_group(group, rnd)
 
     def loads(self, cfgs: list[Cfg], fracs, load_rounds: int) -> dict:
         """Latency below saturation: tq and ring at fractions of the capacity
@@ -577,8 +673,7 @@ class Session:
                 log(f"loads, round {rnd + 1}/{load_rounds}: capacity {capacity:.2f} Mpps (load avg {loadavg()})")
                 for i in range(0, len(lcfgs), 2):
                     pair = lcfgs[i:i + 2]
-                    for c in (pair if rnd % 2 == 0 else pair[::-1]):
-                        self.run_one(c, rnd)
+                    self.run_group(pair if rnd % 2 == 0 else pair[::-1], rnd)
         if loads["skipped"]:
             log(f"latency below saturation skipped: {loads['skipped']}")
         return loads
@@ -636,7 +731,10 @@ def main() -> int:
     est = a.rounds * sum((a.seconds + 1.2) if c.contender in TQFWD else (a.seconds + 3.5) for c in plan)
     est += load_rounds * len(fracs) * 2 * (a.seconds + 1.2)
     log(f"{len(cfgs)} configurations, {len(plan)} runs per round × {a.rounds} rounds, then "
-        f"{len(fracs)} loads × tq, ring × {load_rounds} rounds; about {est / 60:.1f} min of runs")
+        f"{len(fracs)} loads × tq, ring × {load_rounds} rounds; about {est / 60:.1f} min of runs"
+        + (f", plus the redraws (--match-placement {a.match_placement}: a group whose tq and ring drew "
+           f"different host placements runs its tqfwd runs again, up to {a.match_placement} times)"
+           if a.match_placement else ""))
     quiet = check_quiet(a)
     info = machine_info(a)
 
@@ -647,6 +745,10 @@ def main() -> int:
     pingpong = run_pingpong(a.pingpong, log) if a.pingpong else {"error": "bench/pingpong.c not compiled"}
     elapsed = time.time() - t_start
     runs = ses.runs
+    m = ses.matching
+    if a.match_placement:
+        log(f"placement matching: {m['groups']} groups, {m['groups_redrawn']} redrawn, {m['redraw_runs']} redraw "
+            f"runs, {m['groups_unmatched']} left unmatched")
 
     meta = {
         "stamp": a.stamp, "command": a.command, "mem": a.mem, "mem_note": a.mem_note,
@@ -657,6 +759,7 @@ def main() -> int:
         "latency_sample": LATENCY_SAMPLE,
         "pcap": "tqfwd-gen --flows 1024 --packets 8192 --size 64 (UDP, 60 B captured)",
         "loads": loads, "pingpong": pingpong,
+        "match_placement": a.match_placement, "placement_matching": ses.matching,
     }
     meta["tsc_hz"], meta["tsc_hz_from"] = tsc_hz(runs, pingpong)
     if a.perf:
@@ -666,9 +769,9 @@ def main() -> int:
     an = {"overload": overload(runs, summ), "cores_for_line_rate": cores_for_line_rate(summ, meta["tsc_hz"]),
           "by_placement": by_placement(cfgs, runs, summ)}
     targets = evaluate_targets(cfgs, runs, summ, meta, an)
-    md = report(meta, cfgs, runs, summ, targets, an)
+    md = report(meta, cfgs, runs, summ, targets, an, ses.redrawn)
     sys.stdout.write(md)
-    base = write_outputs(a, meta, md, results_doc(meta, cfgs, runs, summ, targets, an),
+    base = write_outputs(a, meta, md, results_doc(meta, cfgs, runs, summ, targets, an, ses.redrawn),
                          svg_chart(meta, cfgs, summ))
     log(f"wrote {base}.json, {base}.md, {base}.svg"
         + (", pipeline-latest.json, pipeline-latest.svg" if not a.quick else " (--quick: pipeline-latest.* untouched)")
@@ -678,7 +781,8 @@ def main() -> int:
         log(f"error: no configuration ran: none of the {len(cfgs)} configurations gave figures "
             f"({sum(len(rs) for rs in runs.values())} runs, all failed); every target is n/a")
         return 1
-    failed = sum(1 for rs in runs.values() for r in rs if "error" in r)
+    # a failed run set aside by a redraw still fails the bench
+    failed = sum(1 for rs in (*runs.values(), *ses.redrawn.values()) for r in rs if "error" in r)
     if failed:
         log(f"{failed} runs failed (see the report)")
         return 1

@@ -55,6 +55,12 @@
 #   --wait-quiet S   wait up to S s for a quiet machine first: no cargo,
 #                    rustc, tqfwd*, testpmd running and CPUs < 15 % busy
 #                    (default 900; quick 0)
+#   --match-placement N
+#                    re-run a group (one point's contenders, back to back)
+#                    up to N times, its tqfwd runs only, while its tq and
+#                    ring runs drew different host placements (near / far,
+#                    from lcore_trip_ns); the redraws add to the time
+#                    (default 3, quick too; 0: never)
 #   --no-perf        skip the perf record / perf stat runs
 #   --perf-only      only the perf record / perf stat runs (tq, ring and
 #                    testpmd io, by thread and library;
@@ -70,7 +76,7 @@ cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
-QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1 PERF_ONLY=0 CONTENDERS=""
+QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1 PERF_ONLY=0 CONTENDERS="" MATCH=""
 ORIG_ARGS=("$@")
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "pipeline.sh: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -79,6 +85,7 @@ while [ $# -gt 0 ]; do
         --rounds) need_arg "$@"; ROUNDS="$2"; shift ;;
         --seconds) need_arg "$@"; SECONDS_ARG="$2"; shift ;;
         --wait-quiet) need_arg "$@"; WAIT_QUIET="$2"; shift ;;
+        --match-placement) need_arg "$@"; MATCH="$2"; shift ;;
         --no-perf) PERF=0 ;;
         --perf-only) PERF_ONLY=1 ;;
         --no-build) BUILD=0 ;;
@@ -88,7 +95,7 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
-for v in "$ROUNDS" "$SECONDS_ARG" "$WAIT_QUIET"; do
+for v in "$ROUNDS" "$SECONDS_ARG" "$WAIT_QUIET" "$MATCH"; do
     [ -z "$v" ] || [[ "$v" =~ ^[0-9]+$ ]] || { echo "pipeline.sh: '$v' is not a whole number" >&2; exit 2; }
 done
 [ -z "$ROUNDS" ] || [ "$ROUNDS" -ge 1 ] || { echo "pipeline.sh: --rounds must be >= 1" >&2; exit 2; }
@@ -150,4 +157,5 @@ PY=(python3 bench/pipeline.py --tqfwd "$WORK/tqfwd" --pcap "$PCAP" --mem="$MEM" 
 [ "$PERF" = 1 ] && PY+=(--perf)
 [ "$PERF_ONLY" = 1 ] && PY+=(--perf-only)
 [ -n "$CONTENDERS" ] && PY+=(--contenders "$CONTENDERS")
+[ -n "$MATCH" ] && PY+=(--match-placement "$MATCH")
 "${PY[@]}"

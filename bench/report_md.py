@@ -18,16 +18,17 @@ def md_cell(text):
     return str(text).replace("|", "\\|")
 
 
-def report(meta, cfgs, runs, summ, targets, an) -> str:
+def report(meta, cfgs, runs, summ, targets, an, redrawn=None) -> str:
     """The whole markdown report. A run in which no configuration gave
     figures gets no tables and no verdicts: it says so and lists the
-    failed runs."""
-    L = report_header(meta, runs)
+    failed runs. `redrawn`: the runs --match-placement set aside (by key)."""
+    redrawn = redrawn or {}
+    L = report_header(meta, runs, redrawn)
     if not configurations_ran(summ):
         L.append("## No configuration ran\n")
         L.append(f"None of the {len(cfgs)} configurations gave figures: no tables, no verdicts "
                  "(every target is n/a in the JSON).\n")
-        return "\n".join(L + report_failures(runs)) + "\n"
+        return "\n".join(L + report_failures(runs, redrawn)) + "\n"
     L += report_throughput(cfgs, runs, summ)
     L += report_placement(an.get("by_placement"))
     L += report_overload(an["overload"])
@@ -36,12 +37,13 @@ def report(meta, cfgs, runs, summ, targets, an) -> str:
     L += report_configs(cfgs, summ, (an.get("by_placement") or {}).get("counts", {}))
     L += report_targets(targets)
     L += report_perf(meta.get("perf"))
-    L += report_failures(runs)
+    L += report_failures(runs, redrawn)
     return "\n".join(L) + "\n"
 
 
-def report_header(meta, runs) -> list[str]:
-    """Title, command, machine, load and method."""
+def report_header(meta, runs, redrawn=None) -> list[str]:
+    """Title, command, machine, load and method (with the placement
+    matching: --match-placement)."""
     L = []
     L.append(f"# tqfwd forwarding pipeline — {meta['stamp']}\n")
     L.append(f"Command: `{meta['command']}`  ")
@@ -50,14 +52,32 @@ def report_header(meta, runs) -> list[str]:
     L.append(f"Load before: {meta['quiet_check']['loadavg']} (load avg 1/5/15 min), CPUs "
              f"{meta['quiet_check']['cpu_busy_pct']}% busy over 2 s, quiet={meta['quiet_check']['quiet']}; "
              f"load after: {meta['load_after']}; runs that overlapped a compiler/DPDK process of someone else: "
-             f"{meta['runs_with_foreign_processes']} of {sum(len(v) for v in runs.values())}  ")
+             f"{meta['runs_with_foreign_processes']} of "
+             f"{sum(len(v) for v in runs.values()) + sum(len(v) for v in (redrawn or {}).values())}  ")
     L.append(f"tqfwd {meta['tqfwd_version']} (git {meta['git']}); {meta['rounds']} rounds × {meta['seconds']} s "
              f"measured (+1 s warm-up) per run, contenders alternated"
              + ("" if meta["quick"] else ", the net_null default, on-full drop and no --latency rows twice per "
                 "round (ABBA)")
              + "; medians over runs; "
-             f"tqfwd with `--latency --latency-sample {LATENCY_SAMPLE}` unless the row says no --latency.\n")
+             f"tqfwd with `--latency --latency-sample {LATENCY_SAMPLE}` unless the row says no --latency."
+             + matching_sentence(meta) + "\n")
     return L
+
+
+def matching_sentence(meta) -> str:
+    """--match-placement in one sentence (empty for a JSON without it)."""
+    n, m = meta.get("match_placement"), meta.get("placement_matching")
+    if n is None or not m:
+        return ""
+    if not n:
+        return (" Placement matching off (`--match-placement 0`): a pair's tq and ring runs may have drawn "
+                "different host placements (see By host placement).")
+    return (f" Groups (one point's contenders run back to back in a round) whose tq and ring runs drew "
+            f"different host placements (or a mixed or unknown one) had their tqfwd runs run again, up to {n} "
+            f"times (`--match-placement {n}`): {m['groups']} groups, {m['groups_redrawn']} redrawn, "
+            f"{m['redraw_runs']} redraw runs, {m['groups_unmatched']} left unmatched (their last runs kept, marked "
+            f"`unmatched`), so the paired ratios compare runs of one placement; the medians are over the kept "
+            f"runs, and the redrawn runs are in the JSON under `redrawn`.")
 
 
 def report_throughput(cfgs, runs, summ) -> list[str]:
@@ -270,10 +290,12 @@ def report_perf(perf) -> list[str]:
     return L
 
 
-def report_failures(runs) -> list[str]:
-    """Every failed run with its error."""
+def report_failures(runs, redrawn=None) -> list[str]:
+    """Every failed run with its error, those set aside by a redraw too."""
     L = []
     fails = [f"{k} round {i + 1}: {r['error']}" for k, rs in runs.items() for i, r in enumerate(rs) if "error" in r]
+    fails += [f"{k} round {r['redraw_of_round']} (redrawn, attempt {r['attempt']}): {r['error']}"
+              for k, rs in (redrawn or {}).items() for r in rs if "error" in r]
     if fails:
         L.append("## Failed runs\n")
         L.extend(f"- {f}" for f in fails)
