@@ -42,10 +42,11 @@ pub fn run(
         log::warn!("EAL lcores {:?} have no role and stay idle", plan.idle);
     }
     log::info!(
-        "forwarding: backend {} topology {} handoff {} burst {} depth {} on-full {}; rx lcores {:?}, worker lcores {:?}, tx lcores {:?}",
+        "forwarding: backend {} topology {} handoff {} (batch {}) burst {} depth {} on-full {}; rx lcores {:?}, worker lcores {:?}, tx lcores {:?}",
         plan.handoff.backend.name(),
         plan.handoff.topology.name(),
         plan.handoff.mode.name(),
+        plan.handoff.batch,
         plan.burst,
         plan.handoff.depth,
         plan.stages.on_full.name(),

@@ -51,6 +51,12 @@ fn bad_app_options_before_eal() {
         (&["--", "--max-frame", "70000"], "--max-frame"),
         (&["--", "--max-frame", "-9000"], "--max-frame"),
         (&["--", "--max-frame", "jumbo"], "--max-frame"),
+        (&["--", "--handoff-batch", "16"], "is below --burst 32"),
+        (&["--", "--handoff-batch", "257"], "--handoff-batch"),
+        (
+            &["--", "--handoff", "copy", "--handoff-batch", "64"],
+            "needs --handoff zero-copy",
+        ),
     ] {
         let run = run_raw(args, Duration::from_secs(10));
         assert_usage_error(&run, &[needle]);

@@ -145,6 +145,10 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 32, value_parser = clap::value_parser!(u16).range(1..=MAX_BURST as i64))]
     pub burst: u16,
 
+    /// Packets per hand-off batch (a TransferQueue unit; what an in-place stage takes per queue operation), from --burst to 256: RX fills one with rx_burst calls of --burst while they come back full, TX sends it a burst at a time (default: twice --burst, at most 256; --burst with --handoff copy)
+    #[arg(allow_negative_numbers = true, long, value_name = "N", value_parser = clap::value_parser!(u16).range(1..=MAX_BURST as i64))]
+    pub handoff_batch: Option<u16>,
+
     /// Capacity of each hand-off queue in packets, a power of two (ring slots; tq holds the same N at any burst size, split over a shared queue's producers)
     #[arg(allow_negative_numbers = true, long, value_name = "N", default_value_t = 2048, value_parser = parse_depth)]
     pub depth: u32,

@@ -8,6 +8,7 @@
 
 use super::cli::{clap_error_line, matches, parse_options, Options};
 use super::file::{ConfigError, ConfigFile};
+use super::parts::HandoffPlan;
 use clap::{CommandFactory, FromArgMatches};
 
 /// Why [`parse_invocation`] gave no options to run with.
@@ -32,6 +33,9 @@ pub enum InvocationError {
     /// `--man`: the page did not render.
     #[error("cannot render the man page: {0}")]
     Man(#[source] std::io::Error),
+    /// Options that parse one by one but do not go together.
+    #[error("{0}")]
+    Combination(String),
 }
 
 impl From<clap::Error> for ParseOutcome {
@@ -88,6 +92,7 @@ pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome>
         ));
     }
     let Some(path) = cli.config.as_deref() else {
+        check_combination(&cli)?;
         return Ok(Invocation {
             options: cli,
             file_eal: Vec::new(),
@@ -100,10 +105,19 @@ pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome>
     merged.extend(file.args_without(on_command_line));
     merged.extend(app_args.iter().skip(1).cloned());
     let options = parse_options(&merged)?;
+    check_combination(&options)?;
     Ok(Invocation {
         options,
         file_eal: file.eal,
     })
+}
+
+/// What clap cannot check option by option: `--handoff-batch` against
+/// `--burst` and `--handoff`.
+fn check_combination(o: &Options) -> Result<(), ParseOutcome> {
+    HandoffPlan::new(o)
+        .check(o.burst)
+        .map_err(|e| ParseOutcome::Usage(InvocationError::Combination(e)))
 }
 
 #[cfg(test)]
@@ -175,5 +189,25 @@ mod tests {
             usage_line(&["tqfwd", "--class", "kv:udp"]),
             "invalid value 'kv:udp' for '--class <NAME:MATCH:LCORES>': 'kv:udp' is not NAME:MATCH:LCORES (e.g. kv:udp,dst-port=8080:2-3) (see tqfwd -- --help)"
         );
+    }
+
+    #[test]
+    fn handoff_batch_must_fit_burst_and_handoff() {
+        assert_eq!(
+            usage_line(&["tqfwd", "--burst", "32", "--handoff-batch", "16"]),
+            "--handoff-batch 16 is below --burst 32: give at least the burst, or lower --burst"
+        );
+        assert!(
+            usage_line(&["tqfwd", "--handoff", "copy", "--handoff-batch", "64"])
+                .starts_with("--handoff-batch 64 needs --handoff zero-copy")
+        );
+        let batch = |args: &[&str]| match parse_invocation(&s(args)) {
+            Ok(i) => HandoffPlan::new(&i.options).batch,
+            Err(e) => panic!("{args:?}: {e:?}"),
+        };
+        assert_eq!(batch(&["tqfwd"]), 64);
+        assert_eq!(batch(&["tqfwd", "--burst", "200"]), 256);
+        assert_eq!(batch(&["tqfwd", "--handoff", "copy"]), 32);
+        assert_eq!(batch(&["tqfwd", "--burst", "8", "--handoff-batch", "8"]), 8);
     }
 }

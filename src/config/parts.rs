@@ -6,6 +6,7 @@
 //! [`Options`] again.
 
 use super::cli::{Backend, Handoff, OnFull, Options, RequestedDevice, Topology};
+use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
 use std::time::Duration;
 
@@ -21,6 +22,9 @@ pub struct HandoffPlan {
     pub mode: Handoff,
     /// Packets per queue (`--depth`).
     pub depth: u32,
+    /// Packets per hand-off batch (`--handoff-batch`): the TransferQueue's
+    /// unit, and what an in-place stage takes per queue operation.
+    pub batch: u16,
     /// Mbufs per socket's pool (`--mbufs`); None: sized by the plan.
     pub mbufs: Option<u32>,
 }
@@ -32,8 +36,30 @@ impl HandoffPlan {
             topology: o.topology,
             mode: o.handoff,
             depth: o.depth,
+            batch: o.handoff_batch.unwrap_or(match o.handoff {
+                Handoff::ZeroCopy => o.burst.saturating_mul(2).min(MAX_BURST as u16),
+                Handoff::Copy => o.burst,
+            }),
             mbufs: o.mbufs,
         }
+    }
+
+    /// `--handoff-batch` against `--burst` and `--handoff`: a batch holds
+    /// at least one burst, and only the in-place stages fill more.
+    pub fn check(&self, burst: u16) -> Result<(), String> {
+        if self.batch < burst {
+            return Err(format!(
+                "--handoff-batch {} is below --burst {burst}: give at least the burst, or lower --burst",
+                self.batch
+            ));
+        }
+        if self.mode == Handoff::Copy && self.batch != burst {
+            return Err(format!(
+                "--handoff-batch {} needs --handoff zero-copy: --handoff copy hands on one burst ({burst}) at a time",
+                self.batch
+            ));
+        }
+        Ok(())
     }
 
     /// The stages work in the queues' slots (`--handoff zero-copy`).

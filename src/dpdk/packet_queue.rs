@@ -50,7 +50,9 @@ impl PacketSender {
 
     /// Zero-copy RX: receives up to `max` frames from `queue`
     /// straight into the queue's free slots (one run: a transfer unit, or
-    /// ring slots up to the wrap) and publishes them as packets; with
+    /// ring slots up to the wrap), `burst` per `rte_eth_rx_burst` for as
+    /// long as the port fills them (a short burst: its queue is drained,
+    /// and what came goes on at once), and publishes them as packets; with
     /// `sampling` (`--latency`), its samples among them are stamped with
     /// the time `now()` gives (asked only when there is one). `None` when
     /// the queue has no room: nothing is received, the frames stay in the
@@ -60,16 +62,30 @@ impl PacketSender {
         &mut self,
         queue: &mut RxQueue,
         max: usize,
+        burst: usize,
         mut sampling: Option<&mut Sampling>,
         mut now: impl FnMut() -> u64,
     ) -> Option<usize> {
+        let burst = burst.clamp(1, u16::MAX as usize);
         self.0.send_with(max, &mut |slots: &mut [RawPacket]| {
-            let room = slots.len().min(u16::MAX as usize) as u16;
-            // SAFETY: `slots` are `room` writable 8-byte slots lent to us
-            // (RawPacket is one u64, as an `rte_mbuf *`); the mbufs the PMD
-            // writes there are ours, and each becomes the slot's packet below.
-            let n =
-                unsafe { queue.rx_burst_raw(slots.as_mut_ptr() as *mut *mut sys::rte_mbuf, room) };
+            let mut n = 0;
+            while n < slots.len() {
+                let want = (slots.len() - n).min(burst);
+                // SAFETY: `slots[n..]` are writable 8-byte slots lent to us
+                // (RawPacket is one u64, as an `rte_mbuf *`), at least
+                // `want` of them; the mbufs the PMD writes there are ours,
+                // and each becomes the slot's packet below.
+                let got = unsafe {
+                    queue.rx_burst_raw(
+                        slots[n..].as_mut_ptr() as *mut *mut sys::rte_mbuf,
+                        want as u16,
+                    )
+                };
+                n += got;
+                if got < want {
+                    break;
+                }
+            }
             for slot in &mut slots[..n] {
                 // SAFETY: the PMD wrote a live mbuf's (non-null) address
                 // here, owned by nobody else: this handle is its one owner.
@@ -306,11 +322,12 @@ impl TxRun<'_> {
         self.len() == 0
     }
 
-    /// Transmits what the run holds on `queue`; returns how many
-    /// the PMD took (they leave the run).
+    /// Transmits up to `max` of what the run holds on `queue` (one
+    /// `rte_eth_tx_burst`); returns how many the PMD took (they leave the
+    /// run).
     #[inline]
-    pub fn tx_burst(&mut self, queue: &mut TxQueue) -> usize {
-        let n = self.len().min(u16::MAX as usize) as u16;
+    pub fn tx_burst(&mut self, queue: &mut TxQueue, max: usize) -> usize {
+        let n = self.len().min(max).min(u16::MAX as usize) as u16;
         if n == 0 {
             return 0;
         }

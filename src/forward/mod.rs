@@ -434,6 +434,7 @@ impl<'a> Wiring<'a> {
     fn common(&self, c: &Arc<LcoreCounters>) -> StageCommon {
         StageCommon {
             burst: self.plan.burst as usize,
+            unit: self.plan.handoff.batch as usize,
             policy: self.policy,
             counters: c.clone(),
         }
@@ -590,7 +591,7 @@ fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
         if !t.done {
             let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
             let n = t.poll(upstream_done);
-            backlog |= n >= t.burst();
+            backlog |= n >= t.pass();
             moved += n;
             pending |= !t.done;
         }
@@ -599,7 +600,7 @@ fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
         if !w.done {
             let upstream_done = phase.rx_done.load(Ordering::Acquire) == phase.n_rx;
             let n = w.poll(upstream_done);
-            backlog |= n >= w.burst();
+            backlog |= n >= w.pass();
             moved += n;
             if w.done {
                 phase.workers_done.fetch_add(1, Ordering::Release);

@@ -51,6 +51,8 @@ pub struct RxStage {
     holds: Vec<Hold>,
     rx: MbufBurst,
     burst: usize,
+    /// Packets per transfer unit: what one zero-copy receive may take.
+    unit: usize,
     policy: FullPolicy,
     /// `--rx-rate`: packets per second taken from the ports.
     rate: Option<TokenBucket>,
@@ -83,6 +85,7 @@ impl RxStage {
         let RxPorts { queues, gates } = ports;
         let StageCommon {
             burst,
+            unit,
             policy,
             counters,
         } = common;
@@ -114,6 +117,7 @@ impl RxStage {
             senders,
             rx: MbufBurst::new(),
             burst,
+            unit,
             policy,
             rate,
             n_workers,
@@ -142,7 +146,7 @@ impl RxStage {
     fn receive_in_place(&mut self, i: usize, max: usize, now: &mut u64) -> Option<usize> {
         let queue = &mut self.queues[i].queue;
         // One TSC read per pass over the queues, at its first sample.
-        self.senders[0].receive_from(queue, max, self.sampling.as_mut(), || {
+        self.senders[0].receive_from(queue, max, self.burst, self.sampling.as_mut(), || {
             if *now == 0 {
                 *now = dpdk::rdtsc_inline();
             }
@@ -321,7 +325,7 @@ impl RxStage {
             // worker's are to be dropped: then the burst path receives them
             // and its Hold decides.
             let in_place = if self.zero_copy && self.capture.is_none() {
-                match self.receive_in_place(i, self.burst.min(allowance), &mut rx_now) {
+                match self.receive_in_place(i, self.unit.min(allowance), &mut rx_now) {
                     None if self.policy.wait => break,
                     got => got,
                 }

@@ -43,8 +43,11 @@ use std::sync::Arc;
 /// What every stage of an lcore is built with, whatever its role.
 #[derive(Clone)]
 pub struct StageCommon {
-    /// Packets taken per poll at most (`--burst`).
+    /// Packets per PMD call and per poll through bursts (`--burst`).
     pub burst: usize,
+    /// Packets per hand-off batch (`--handoff-batch`, at least `burst`):
+    /// a TransferQueue unit, and what an in-place stage takes per poll.
+    pub unit: usize,
     /// What to do with packets a consumer refuses.
     pub policy: FullPolicy,
     /// The lcore's counters.

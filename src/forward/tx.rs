@@ -39,6 +39,11 @@ pub struct TxStage {
     buckets: Vec<MbufBurst>,
     out_port: [u16; MAX_PORTS],
     burst: usize,
+    /// Packets a poll takes at most: a transfer unit in place
+    /// (`--handoff zero-copy`, sent a PMD burst at a time), else `burst`.
+    pass: usize,
+    /// Packets per transfer unit.
+    unit: usize,
     counters: Arc<LcoreCounters>,
     /// `--latency`: RX-timestamp field and this lcore's histogram (cycles).
     latency: Option<(U64Field, Box<Histogram>)>,
@@ -75,6 +80,7 @@ impl TxStage {
         } = ports;
         let StageCommon {
             burst,
+            unit,
             policy,
             counters,
         } = common;
@@ -93,6 +99,8 @@ impl TxStage {
             ports,
             out_port,
             burst,
+            pass: burst,
+            unit,
             counters,
             done: false,
         }
@@ -101,6 +109,9 @@ impl TxStage {
     /// Transmits in place (`--handoff zero-copy`).
     pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
         self.zero_copy = zero_copy;
+        if self.zero_copy {
+            self.pass = self.unit;
+        }
         if self.zero_copy {
             self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
         }
@@ -186,8 +197,8 @@ impl TxStage {
 
     /// Packets taken per poll at most.
     #[inline]
-    pub fn burst(&self) -> usize {
-        self.burst
+    pub fn pass(&self) -> usize {
+        self.pass
     }
 
     /// Frees and counts (`tx_full`) whatever the ports would not take.
@@ -218,7 +229,7 @@ impl TxStage {
         now >= deadline || signals > seen
     }
 
-    /// The zero-copy round: up to a burst, run by run, transmitted from
+    /// The zero-copy round: up to a batch, run by run, transmitted from
     /// the input queues' slots (`PacketInputs::transmit`), each run on its
     /// output port with bounded retries; what a port refuses stays in the
     /// queue (no more input this round) unless its [`Hold`] says to drop it.
@@ -232,6 +243,7 @@ impl TxStage {
             0
         };
         let (mut total, mut refused) = (0, false);
+        let (pmd_burst, pass) = (self.burst, self.pass);
         let Self {
             inputs,
             ports,
@@ -240,12 +252,11 @@ impl TxStage {
             counters,
             latency,
             policy,
-            burst,
             ..
         } = self;
-        while total < *burst && !refused {
+        while total < pass && !refused {
             let taken = inputs.transmit(
-                *burst - total,
+                pass - total,
                 |p| {
                     if let Some((field, hist)) = latency.as_mut() {
                         if p.is_sampled() {
@@ -261,13 +272,19 @@ impl TxStage {
                     let mut tries = 0;
                     loop {
                         if open {
-                            let sent = run.tx_burst(queue);
+                            // One PMD burst at a time (a run is up to a
+                            // transfer unit); only a short one is a retry.
+                            let want = run.len().min(pmd_burst);
+                            let sent = run.tx_burst(queue, pmd_burst);
                             if sent != 0 {
                                 bump(&counters.tx_port_packets[out], sent as u64);
                                 hold.took();
                             }
                             if run.is_empty() {
                                 break;
+                            }
+                            if sent == want {
+                                continue;
                             }
                             tries += 1;
                         }

@@ -47,6 +47,11 @@ pub struct WorkerStage {
     holds: Vec<Hold>,
     inbuf: Burst<Packet>,
     burst: usize,
+    /// Packets a poll takes at most: a transfer unit in place
+    /// (`--handoff zero-copy`), else `burst`.
+    pass: usize,
+    /// Packets per transfer unit.
+    unit: usize,
     policy: FullPolicy,
     map: Box<PortMap>,
     rewrite: bool,
@@ -74,6 +79,7 @@ impl WorkerStage {
     ) -> Self {
         let StageCommon {
             burst,
+            unit,
             policy,
             counters,
         } = common;
@@ -92,6 +98,8 @@ impl WorkerStage {
             senders,
             inbuf: Burst::new(),
             burst,
+            pass: burst,
+            unit,
             policy,
             stall,
             map: Box::new(map),
@@ -107,6 +115,9 @@ impl WorkerStage {
     /// one TX lcore.
     pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
         self.zero_copy = zero_copy && self.senders.len() == 1;
+        if self.zero_copy {
+            self.pass = self.unit;
+        }
         if self.zero_copy {
             self.counters.in_place.fetch_or(IN_PLACE_WORKER, Relaxed);
         }
@@ -132,8 +143,8 @@ impl WorkerStage {
 
     /// Packets taken per poll at most.
     #[inline]
-    pub fn burst(&self) -> usize {
-        self.burst
+    pub fn pass(&self) -> usize {
+        self.pass
     }
 
     /// The test knob `--debug-stall-worker`: sleeps (yielding the CPU) in
@@ -171,7 +182,7 @@ impl WorkerStage {
         }
     }
 
-    /// The zero-copy round: up to a burst, run by run, from the input
+    /// The zero-copy round: up to a batch, run by run, from the input
     /// queues' slots into the TX queue's (`PacketInputs::forward_into`).
     #[inline]
     fn poll_in_place(&mut self, upstream_done: bool) -> usize {
@@ -187,11 +198,11 @@ impl WorkerStage {
         let (mut total, mut runts, mut refused) = (0, 0, 0);
         let (map, rewrite, policy) = (&*self.map, self.rewrite, self.policy);
         let hold = &mut self.holds[0];
-        while total < self.burst {
+        while total < self.pass {
             let mut dropped = false;
             let (taken, _kept, rejected) = self.inputs.forward_into(
                 &mut self.senders[0],
-                self.burst - total,
+                self.pass - total,
                 |p| {
                     process(
                         p,

@@ -121,6 +121,7 @@ impl<'a> Final<'a> {
             handoff: plan.handoff.mode.name(),
             on_full: plan.stages.on_full.name(),
             burst: plan.burst,
+            handoff_batch: plan.handoff.batch,
             depth: plan.handoff.depth,
             duration_s,
             rx_packets: t.rx,

@@ -446,6 +446,8 @@ pub struct Report {
     pub handoff: &'static str,
     pub on_full: &'static str,
     pub burst: u16,
+    /// `--handoff-batch`: packets per hand-off batch.
+    pub handoff_batch: u16,
     pub depth: u32,
     pub duration_s: f64,
     pub rx_packets: u64,
@@ -521,8 +523,14 @@ impl Report {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         s.push_str(&format!(
-            "tqfwd summary: backend {} topology {} burst {} depth {} on-full {} handoff {}\n",
-            self.backend, self.topology, self.burst, self.depth, self.on_full, self.handoff
+            "tqfwd summary: backend {} topology {} burst {} depth {} on-full {} handoff {} batch {}\n",
+            self.backend,
+            self.topology,
+            self.burst,
+            self.depth,
+            self.on_full,
+            self.handoff,
+            self.handoff_batch
         ));
         s.push_str(&format!(
             "  forwarded for {:.3} s: rx {} ({:.3} Mpps)  tx {} ({:.3} Mpps)\n",

@@ -96,11 +96,11 @@ impl OutOfMemory {
 fn sizes_advice(e: &QueueError) -> String {
     match e {
         QueueError::TooLarge { depth, burst, bytes } => format!(
-            "--depth {depth} with --burst {burst} needs {bytes} bytes of transfer units per producer, \
-             above the {} MiB limit: pass a smaller --depth or --burst",
+            "--depth {depth} with --handoff-batch {burst} needs {bytes} bytes of transfer units per producer, \
+             above the {} MiB limit: pass a smaller --depth or --handoff-batch",
             queue::MAX_ARENA_BYTES >> 20
         ),
-        e => format!("{e} (check --depth and --burst)"),
+        e => format!("{e} (check --depth and --handoff-batch)"),
     }
 }
 
@@ -146,7 +146,7 @@ pub struct QueueSpec {
     pub handoff: Handoff,
     /// Packets per queue (`--depth`).
     pub depth: usize,
-    /// Packets per transfer unit (`--burst`).
+    /// Packets per transfer unit (`--handoff-batch`).
     pub burst: usize,
 }
 
@@ -284,7 +284,7 @@ mod tests {
         assert_eq!(
             queue_error("wt", 2, QueueError::BadDepth(3)).to_string(),
             format!(
-                "wt queue to consumer 2: {} (check --depth and --burst)",
+                "wt queue to consumer 2: {} (check --depth and --handoff-batch)",
                 QueueError::BadDepth(3)
             )
         );

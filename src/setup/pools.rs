@@ -107,7 +107,7 @@ fn allocate_depth(
         topology: plan.handoff.topology,
         handoff: plan.handoff.mode,
         depth,
-        burst: plan.burst as usize,
+        burst: plan.handoff.batch as usize,
     };
     let rx = build_link("rw", spec, plan.rx_stages.len(), &sockets(&plan.workers))?;
     let tx = build_link("wt", spec, plan.workers.len(), &sockets(&plan.layout.tx))?;
