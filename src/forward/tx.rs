@@ -237,11 +237,9 @@ impl TxStage {
     fn poll_in_place(&mut self, upstream_done: bool) -> usize {
         let give_up = self.pending && self.give_up();
         let blocked = self.gates.blocked();
-        let now = if self.latency.is_some() {
-            dpdk::rdtsc_inline()
-        } else {
-            0
-        };
+        // Read at the round's first latency sample, before its first
+        // `rte_eth_tx_burst` (a round without samples reads no TSC).
+        let mut now = 0u64;
         let (mut total, mut refused) = (0, false);
         let (pmd_burst, pass) = (self.burst, self.pass);
         let Self {
@@ -260,6 +258,9 @@ impl TxStage {
                 |p| {
                     if let Some((field, hist)) = latency.as_mut() {
                         if p.is_sampled() {
+                            if now == 0 {
+                                now = dpdk::rdtsc_inline();
+                            }
                             hist.record(now.wrapping_sub(p.field(*field)));
                         }
                     }

@@ -63,15 +63,24 @@ pub struct Sampling {
     every: u32,
     /// Packets since the last sample (below `every`).
     since: u32,
+    /// `every - 1` when `every` is a power of two (the count wraps with a
+    /// mask, no division per burst), else 0.
+    mask: u32,
 }
 
 impl Sampling {
     /// Stamps 1 packet in `every` (0 counts as 1) into `field`.
     pub fn new(field: U64Field, every: u32) -> Sampling {
+        let every = every.max(1);
         Sampling {
             field,
-            every: every.max(1),
+            every,
             since: 0,
+            mask: if every.is_power_of_two() {
+                every - 1
+            } else {
+                0
+            },
         }
     }
 
@@ -88,7 +97,14 @@ impl Sampling {
     pub fn next(&mut self, n: usize) -> (usize, usize) {
         let every = self.every as usize;
         let first = every - 1 - self.since as usize;
-        self.since = ((self.since as usize + n % every) % every) as u32;
+        let since = self.since as usize + n;
+        self.since = if since < every {
+            since
+        } else if self.mask != 0 {
+            since & self.mask as usize
+        } else {
+            since % every
+        } as u32;
         (first, every)
     }
 }
@@ -101,7 +117,7 @@ mod tests {
     /// marks, over bursts of every size.
     #[test]
     fn sampling_matches_a_per_packet_count() {
-        for every in [1u32, 2, 3, 16, 100] {
+        for every in [1u32, 2, 3, 16, 64, 100] {
             let mut s = Sampling::new(U64Field { offset: 0 }, every);
             let mut count = 0u32;
             for n in [0usize, 1, 5, 16, 32, 7, 64, 1, 0, 255, 3] {
