@@ -277,8 +277,8 @@ mod tests {
         let m = e.to_string();
         assert!(m.starts_with("rw queue to consumer 1: "), "{m}");
         assert!(
-            m.contains("--depth 4194304 with --burst 256")
-                && m.contains("smaller --depth or --burst"),
+            m.contains("--depth 4194304 with --handoff-batch 256")
+                && m.contains("smaller --depth or --handoff-batch"),
             "{m}"
         );
         assert_eq!(
