@@ -71,6 +71,13 @@ def round_plan(cfgs: list[Cfg], quick: bool) -> list[Cfg]:
 # must share (the pair the headline ratios compare); ring-copy rides along.
 MATCHED = ("tq", "ring")
 MATCH_PLACEMENT = 3  # default number of redraws per group
+# The points whose runs other points' runs pair with (overload: on-full drop
+# against default; the --latency cost: default against no --latency, both
+# traffics): their groups are held to one placement, near (the likelier one
+# for both runs: far is rarely drawn twice), so those cross-point pairs also
+# compare runs of one placement.
+LINKED = ("default", "on-full drop", "no --latency")
+LINKED_PLACEMENT = "near"
 
 
 def plan_groups(plan: list[Cfg]) -> list[list[Cfg]]:
@@ -95,12 +102,23 @@ def group_placements(done: list[tuple[Cfg, dict]]) -> list[str]:
     return [r["placement"] for c, r in done if c.contender in MATCHED and r.get("placement") not in (None, "n/a")]
 
 
-def placement_matched(done: list[tuple[Cfg, dict]]) -> bool:
+def placement_matched(done: list[tuple[Cfg, dict]], want: str | None = None) -> bool:
     """True when the group's tq and ring runs all drew the same placement,
     near or far (mixed and ? never match); a group with fewer than two
-    such runs has nothing to compare and is matched."""
+    such runs has nothing to compare and is matched. With `want` ("near"
+    or "far"), that placement must also be `want`: every such run drew it
+    (a lone one too: its pairs with other points' runs need it; a group
+    without any is matched)."""
     ps = group_placements(done)
+    if want is not None:
+        return all(p == want for p in ps)
     return len(ps) < 2 or (len(set(ps)) == 1 and ps[0] in PLACES)
+
+
+def linked_want(group: list[Cfg]) -> str | None:
+    """The placement a group of a round's plan is held to: LINKED_PLACEMENT
+    for the points in LINKED, else none (its tq and ring match each other)."""
+    return LINKED_PLACEMENT if group[0].point in LINKED and group[0].rx_rate is None else None
 
 
 def build_configs(quick: bool, only=CONTENDERS) -> list[Cfg]:
@@ -490,7 +508,8 @@ def parse_args():
                     help="comma-separated subset of " + ", ".join(CONTENDERS) + " (default: all)")
     ap.add_argument("--match-placement", type=int, default=MATCH_PLACEMENT, metavar="N",
                     help="re-run a group's tqfwd runs up to N times while its tq and ring runs drew different "
-                         f"host placements (default {MATCH_PLACEMENT}; 0: never)")
+                         "host placements (at the default, on-full drop and no --latency points: while they are "
+                         f"not both {LINKED_PLACEMENT}) (default {MATCH_PLACEMENT}; 0: never)")
     ap.add_argument("--pingpong", help="the compiled bench/pingpong.c (the physical floor); none: not measured")
     ap.add_argument("--render-svg", metavar="JSON",
                     help="only redraw the SVG of a results JSON (next to it); same as bench/report_svg.py JSON")
@@ -561,7 +580,11 @@ class Session:
     runs go by groups (one point's contenders, back to back) and a group
     whose tq and ring runs drew different placements has its tqfwd runs
     run again, up to --match-placement times; each key keeps one run per
-    group, so the n-th runs of a round still pair."""
+    group, so the n-th runs of a round still pair. Some targets pair runs
+    of different points (drop ÷ wait: on-full drop against default; the
+    --latency cost: default against no --latency): the groups of those
+    points (LINKED) are held to one placement, near, so those pairs
+    compare runs of one placement too."""
 
     def __init__(self, a, runner: Runner, cfgs: list[Cfg]):
         self.a, self.runner = a, runner
@@ -570,7 +593,8 @@ class Session:
         self.contended_runs = 0
         self.waited_total = 0.0
         self.matching = {"groups": 0, "groups_redrawn": 0, "redraw_runs": 0,
-                         "groups_unmatched": 0 if a.match_placement else None}
+                         "groups_unmatched": 0 if a.match_placement else None,
+                         "linked_unmatched": 0 if a.match_placement else None}
 
     def run_one(self, c: Cfg, rnd: int) -> dict:
         foreign = foreign_processes()
@@ -607,30 +631,63 @@ class Session:
         r.setdefault("attempt", 0)
         self.redrawn.setdefault(c.key, []).append(r)
 
-    def run_group(self, group: list[Cfg], rnd: int):
+    def restore(self, c: Cfg, r: dict):
+        """Moves run `r` of `c` back from `redrawn` to the end of `runs`
+        (the slot of its group: the group's runs are the last of their key)."""
+        rs = self.redrawn[c.key]
+        del rs[next(i for i, x in enumerate(rs) if x is r)]
+        if not rs:
+            del self.redrawn[c.key]
+        del r["redraw_of_round"]
+        if r.get("attempt") == 0:
+            del r["attempt"]
+        self.runs[c.key].append(r)
+
+    def run_group(self, group: list[Cfg], rnd: int, want: str | None = None):
         """Runs one group, then, while its tq and ring runs drew different
-        host placements, sets its tqfwd runs aside and runs them again in the
-        same order (testpmd has no placement: its run stays), at most
-        --match-placement times. A group still unmatched keeps its last
-        runs, marked `unmatched`."""
+        host placements (or, with `want`, not both `want`), sets its tqfwd
+        runs aside and runs them again in the same order (testpmd has no
+        placement: its run stays), at most --match-placement times. A group
+        still unmatched keeps its last runs, marked `unmatched`; one held to
+        `want` keeps its last attempt whose tq and ring shared a placement
+        if its last runs do not (so its tq and ring match each other at
+        least as often as without `want`)."""
         n = self.a.match_placement
         done = [(c, self.run_one(c, rnd)) for c in group]
         self.matching["groups"] += 1
         k = 0
-        while n and not placement_matched(done):
+        paired = None  # with `want`: the last attempt whose tq and ring shared a placement
+        while n and not placement_matched(done, want):
+            if want is not None and placement_matched(done):
+                paired = list(done)
             seen = ", ".join(f"{c.contender} {r.get('placement', '?')}" for c, r in done if c.contender in TQFWD)
             where = f"{group[0].traffic}/{group[0].point} (round {rnd + 1})"
             if k == n:
+                kept = "kept"
+                if paired is not None and not placement_matched(done):
+                    for c, r in done:
+                        if c.contender in TQFWD:
+                            self.set_aside(c, r, rnd)
+                    for c, r in paired:
+                        if c.contender in TQFWD:
+                            self.restore(c, r)
+                    j = next((r.get("attempt", 0) for c, r in paired if c.contender in TQFWD), 0)
+                    kept = f"kept attempt {j} instead (its tq and ring shared a placement)"
+                    done = paired
                 for c, r in done:
                     if c.contender in TQFWD:
                         r["unmatched"] = True
                 self.matching["groups_unmatched"] += 1
-                log(f"  {where}: placements still differ after {n} redraws ({seen}): kept, marked unmatched")
+                if want is not None:
+                    self.matching["linked_unmatched"] += 1
+                    log(f"  {where}: not all {want} after {n} redraws ({seen}): {kept}, marked unmatched")
+                else:
+                    log(f"  {where}: placements still differ after {n} redraws ({seen}): kept, marked unmatched")
                 break
             k += 1
             if k == 1:
                 self.matching["groups_redrawn"] += 1
-            log(f"  redraw {k}/{n} of {where}: placements {seen}")
+            log(f"  redraw {k}/{n} of {where}: placements {seen}" + (f" (held to {want})" if want else ""))
             for c, r in done:
                 if c.contender in TQFWD:
                     self.set_aside(c, r, rnd)
@@ -648,7 +705,7 @@ class Session:
                 self.waited_total += q["waited_s"]
             log(f"round {rnd + 1}/{a.rounds} (load avg {loadavg()})")
             for group in plan_groups(plan):
-                self.run_group(group, rnd)
+                self.run_group(group, rnd, linked_want(group))
 
     def loads(self, cfgs: list[Cfg], fracs, load_rounds: int) -> dict:
         """Latency below saturation: tq and ring at fractions of the capacity
@@ -733,7 +790,8 @@ def main() -> int:
     log(f"{len(cfgs)} configurations, {len(plan)} runs per round × {a.rounds} rounds, then "
         f"{len(fracs)} loads × tq, ring × {load_rounds} rounds; about {est / 60:.1f} min of runs"
         + (f", plus the redraws (--match-placement {a.match_placement}: a group whose tq and ring drew "
-           f"different host placements runs its tqfwd runs again, up to {a.match_placement} times)"
+           f"different host placements, or at the default, on-full drop and no --latency points not both "
+           f"{LINKED_PLACEMENT}, runs its tqfwd runs again, up to {a.match_placement} times)"
            if a.match_placement else ""))
     quiet = check_quiet(a)
     info = machine_info(a)
@@ -748,7 +806,8 @@ def main() -> int:
     m = ses.matching
     if a.match_placement:
         log(f"placement matching: {m['groups']} groups, {m['groups_redrawn']} redrawn, {m['redraw_runs']} redraw "
-            f"runs, {m['groups_unmatched']} left unmatched")
+            f"runs, {m['groups_unmatched']} left unmatched ({m['linked_unmatched']} of them at the default, "
+            f"on-full drop or no --latency points, not both {LINKED_PLACEMENT})")
 
     meta = {
         "stamp": a.stamp, "command": a.command, "mem": a.mem, "mem_note": a.mem_note,

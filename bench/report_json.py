@@ -3,11 +3,13 @@
 Schema `tqfwd-pipeline-bench/1`, keys in this order: `meta` (command,
 machine, load, method, loads, floor, perf, `match_placement` N and
 `placement_matching`: groups, groups_redrawn, redraw_runs,
-groups_unmatched), `targets` (name, verdict MET / MISSED / n/a, detail),
-`summary` (medians per configuration, by "traffic/point/contender"),
+groups_unmatched, and linked_unmatched: of those, the default, on-full
+drop and no --latency groups, held to near, that got no near pair),
+`targets` (name, verdict MET / MISSED / n/a, detail), `summary`
+(medians per configuration, by "traffic/point/contender"),
 `runs` (every kept run: command line, figures or error; tqfwd runs also
 `lcore_trip_ns` and `placement`: near / far / mixed / ? / n/a; a run of a
-redraw also `attempt` k, the k-th redraw of its group; the last runs of a
+redraw also `attempt` k, the k-th redraw of its group; the kept runs of a
 group whose placements never matched `unmatched`: true), `redrawn` (the
 runs set aside by --match-placement, by key, each with `redraw_of_round`
 and `attempt`: 0 the group's first run, k its k-th redraw), `overload`,

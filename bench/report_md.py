@@ -77,7 +77,12 @@ def matching_sentence(meta) -> str:
             f"times (`--match-placement {n}`): {m['groups']} groups, {m['groups_redrawn']} redrawn, "
             f"{m['redraw_runs']} redraw runs, {m['groups_unmatched']} left unmatched (their last runs kept, marked "
             f"`unmatched`), so the paired ratios compare runs of one placement; the medians are over the kept "
-            f"runs, and the redrawn runs are in the JSON under `redrawn`.")
+            f"runs, and the redrawn runs are in the JSON under `redrawn`."
+            + ("" if m.get("linked_unmatched") is None else
+               f" The default, on-full drop and no --latency groups of a round are held to one placement, near "
+               f"(redrawn until tq and ring both drew near), so drop ÷ wait and the --latency cost also pair runs "
+               f"of one placement; {m['linked_unmatched']} of those groups got no near pair (counted in the "
+               f"unmatched above; kept their last attempt whose tq and ring shared a placement, if any)."))
 
 
 def report_throughput(cfgs, runs, summ) -> list[str]:
