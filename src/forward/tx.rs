@@ -111,8 +111,6 @@ impl TxStage {
         self.zero_copy = zero_copy;
         if self.zero_copy {
             self.pass = self.unit;
-        }
-        if self.zero_copy {
             self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
         }
         self

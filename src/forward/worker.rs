@@ -117,8 +117,6 @@ impl WorkerStage {
         self.zero_copy = zero_copy && self.senders.len() == 1;
         if self.zero_copy {
             self.pass = self.unit;
-        }
-        if self.zero_copy {
             self.counters.in_place.fetch_or(IN_PLACE_WORKER, Relaxed);
         }
         self
