@@ -235,9 +235,6 @@ impl TxStage {
     fn poll_in_place(&mut self, upstream_done: bool) -> usize {
         let give_up = self.pending && self.give_up();
         let blocked = self.gates.blocked();
-        // Read at the round's first latency sample, before its first
-        // `rte_eth_tx_burst` (a round without samples reads no TSC).
-        let mut now = 0u64;
         let (mut total, mut refused) = (0, false);
         let (pmd_burst, pass) = (self.burst, self.pass);
         let Self {
@@ -251,6 +248,11 @@ impl TxStage {
             ..
         } = self;
         while total < pass && !refused {
+            // Read at the run's first latency sample, before its first
+            // `rte_eth_tx_burst` (a run without samples reads no TSC); per
+            // run, not per round: a later run's unit may have been filled
+            // after this run's reading.
+            let mut now = 0u64;
             let taken = inputs.transmit(
                 pass - total,
                 |p| {
@@ -259,7 +261,7 @@ impl TxStage {
                             if now == 0 {
                                 now = dpdk::rdtsc_inline();
                             }
-                            hist.record(now.wrapping_sub(p.field(*field)));
+                            hist.record_since(now, p.field(*field));
                         }
                     }
                 },
@@ -353,7 +355,7 @@ impl TxStage {
             let now = dpdk::rdtsc_inline();
             self.inbuf.move_each(|p| {
                 if p.is_sampled() {
-                    hist.record(now.wrapping_sub(p.field(*field)));
+                    hist.record_since(now, p.field(*field));
                 }
                 let out = self.out_port[p.port() as usize % MAX_PORTS] as usize;
                 lost += u64::from(!self.buckets[out].push_or_free(p.into_mbuf()));
