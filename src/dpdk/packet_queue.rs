@@ -14,8 +14,9 @@
 //! Zero-copy hand-off ([`PacketSender::receive_from`],
 //! [`PacketInputs::forward_into`], [`PacketInputs::transmit`]): the queues
 //! lend their own slots (`queue::BurstSender::send_with`,
-//! `queue::BurstReceiver::recv_with`), so a PMD receives straight into a
-//! transfer unit (or ring slots), a worker moves packets from its input's
+//! `queue::BurstReceiver::recv_with`), so the RX stage writes its packets
+//! straight into a transfer unit (or ring slots; the PMD's burst lands in
+//! an array on the RX lcore's stack first), a worker moves packets from its input's
 //! slots into its output's (gathered on its own lcore first), and a PMD
 //! transmits the slots' mbufs (copied out on the TX lcore, so a lent slot
 //! is only read). The same ownership rule holds: a slot's packet has one owner at a
@@ -23,11 +24,12 @@
 //! prefix and leaves the rest as valid packets).
 
 use super::error::DpdkError;
-use super::mbuf::{Burst, MbufPtr, Packet, RawForm, RawMbuf, RawPacket, Sampling};
+use super::mbuf::{prefetch_write, Burst, MbufPtr, Packet, RawForm, RawMbuf, RawPacket, Sampling};
 use super::port::{RxQueue, TxQueue};
 use super::ring::{Ring, RingProbe};
 use super::sys;
 use crate::queue::{self, BurstReceiver, BurstSender, QueueError, RoundRobin, UnitMemory};
+use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
@@ -66,35 +68,34 @@ impl PacketSender {
         mut sampling: Option<&mut Sampling>,
         mut now: impl FnMut() -> u64,
     ) -> Option<usize> {
-        let burst = burst.clamp(1, u16::MAX as usize);
+        let burst = burst.clamp(1, queue::MAX_BURST);
         self.0.send_with(max, &mut |slots: &mut [RawPacket]| {
+            // The slots were last read on the consumer's core: ask for all
+            // their lines at once, and let the PMD write its burst into an
+            // array on this lcore's stack (as testpmd's is), so that its
+            // mbuf stores do not queue behind the slots' ownership trips.
+            prefetch_write_lines(slots);
+            let mut local = MaybeUninit::<[*mut sys::rte_mbuf; queue::MAX_BURST]>::uninit();
+            let local = local.as_mut_ptr() as *mut *mut sys::rte_mbuf;
             let mut n = 0;
             while n < slots.len() {
                 let want = (slots.len() - n).min(burst);
-                // SAFETY: `slots[n..]` are writable 8-byte slots lent to us
-                // (RawPacket is one u64, as an `rte_mbuf *`), at least
-                // `want` of them; the mbufs the PMD writes there are ours,
-                // and each becomes the slot's packet below.
-                let got = unsafe {
-                    queue.rx_burst_raw(
-                        slots[n..].as_mut_ptr() as *mut *mut sys::rte_mbuf,
-                        want as u16,
-                    )
-                };
+                // SAFETY: `local` has room for MAX_BURST >= `want` mbuf
+                // addresses; the PMD writes the first `got`.
+                let got = unsafe { queue.rx_burst_raw(local, want as u16) };
+                for (k, slot) in slots[n..n + got].iter_mut().enumerate() {
+                    // SAFETY: entry k < got was written by the PMD: a live
+                    // mbuf's (non-null) address, owned by nobody else; this
+                    // handle is its one owner, and it goes into the slot.
+                    let m = unsafe {
+                        MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(*local.add(k))))
+                    };
+                    *slot = Packet::from_rx(m).into_raw();
+                }
                 n += got;
                 if got < want {
                     break;
                 }
-            }
-            for slot in &mut slots[..n] {
-                // SAFETY: the PMD wrote a live mbuf's (non-null) address
-                // here, owned by nobody else: this handle is its one owner.
-                let m = unsafe {
-                    MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(
-                        slot.0 as *mut sys::rte_mbuf,
-                    )))
-                };
-                *slot = Packet::from_rx(m).into_raw();
             }
             if let Some(s) = sampling.as_deref_mut() {
                 let (mut i, step) = s.next(n);
@@ -266,6 +267,9 @@ impl PacketInputs {
                     if p.port() != port {
                         break;
                     }
+                    // The PMD reads the header to free the mbuf once sent;
+                    // RX last touched it a queue's worth of packets ago.
+                    p.prefetch_header();
                     each(&p);
                     mbufs[run] = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
                     run += 1;
@@ -289,6 +293,20 @@ impl PacketInputs {
                 done
             })
         })
+    }
+}
+
+/// Asks for every line of `slots` in exclusive state, all at once: a
+/// free unit's slots were last read by the consumer's core, so each line
+/// needs an ownership trip before a store can land.
+#[inline(always)]
+fn prefetch_write_lines(slots: &[RawPacket]) {
+    let start = slots.as_ptr() as usize & !63;
+    let end = slots.as_ptr_range().end as usize;
+    let mut line = start;
+    while line < end {
+        prefetch_write(line as *const u8);
+        line += 64;
     }
 }
 

@@ -202,3 +202,19 @@ pub(super) fn prefetch(p: *const u8) {
     #[cfg(not(target_arch = "x86_64"))]
     let _ = p;
 }
+
+/// As [`prefetch`], in exclusive state (PREFETCHW): for a line about to be
+/// written.
+#[inline(always)]
+pub(in crate::dpdk) fn prefetch_write(p: *const u8) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        // SAFETY: a prefetch is a hint: it never faults and changes no
+        // memory, whatever the address.
+        unsafe {
+            std::arch::asm!("prefetchw [{}]", in(reg) p, options(nostack, readonly, preserves_flags));
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
+}

@@ -139,6 +139,7 @@ pub use crate::queue::MAX_BURST;
 pub(in crate::dpdk) use burst::RawForm;
 pub use burst::{Burst, BurstItem, MbufBurst};
 pub use dynfield::{Sampling, U64Field};
+pub(in crate::dpdk) use handle::prefetch_write;
 pub use handle::{MbufPtr, MBUF_F_RX_RSS_HASH};
 pub(in crate::dpdk) use packet::PACKET_ADDR_MASK;
 pub use packet::{Packet, STD_FRAME_OFFSET};

@@ -293,4 +293,12 @@ impl Packet {
     pub fn prefetch_data(&self) {
         prefetch(self.frame_start());
     }
+
+    /// Hints the CPU to fetch the mbuf header's two lines (what a PMD's
+    /// TX free reads).
+    #[inline]
+    pub fn prefetch_header(&self) {
+        prefetch(self.raw() as *const u8);
+        prefetch((self.raw() as *const u8).wrapping_add(64));
+    }
 }
