@@ -152,12 +152,16 @@ pub struct QueueSpec {
 
 /// Builds the queues from `producers` producers to consumers on the given
 /// NUMA sockets: the topology decides which producers feed each queue,
-/// `build_queue` the backend.
+/// `build_queue` the backend. `overlap(p, c)`: producer `p` runs on
+/// another lcore than consumer `c`, whose lcore runs other stages too (a
+/// TransferQueue from `p` to `c` overlaps a unit's arrival with them,
+/// `queue::Consumer::set_overlap`).
 pub fn build_link(
     label: &'static str,
     spec: QueueSpec,
     producers: usize,
     consumer_sockets: &[i32],
+    overlap: &dyn Fn(usize, usize) -> bool,
 ) -> Result<Link, HandoffError> {
     let consumers = consumer_sockets.len();
     let mut senders: Vec<Vec<Option<PacketSender>>> = (0..producers)
@@ -174,7 +178,8 @@ pub fn build_link(
         };
         let mut receivers: Vec<PacketReceiver> = Vec::with_capacity(queues.len());
         for feeders in queues {
-            let q = build_queue(label, spec, &feeders, c, socket)?;
+            // One producer: its queue alone decides (several: unused).
+            let q = build_queue(label, spec, &feeders, c, socket, overlap(feeders[0], c))?;
             capacity += q.capacity;
             for (&p, tx) in feeders.iter().zip(q.senders) {
                 senders[p][c] = Some(tx);
@@ -225,6 +230,7 @@ fn build_queue(
     feeders: &[usize],
     c: usize,
     socket: i32,
+    overlap: bool,
 ) -> Result<Queue, HandoffError> {
     let producers = feeders.len();
     let (senders, receiver, probe, capacity) = match (spec.backend, spec.topology) {
@@ -234,6 +240,7 @@ fn build_queue(
                 spec.depth,
                 spec.burst,
                 Arc::new(SocketMemory { socket }),
+                overlap,
             )
             .map_err(|e| queue_error(label, c, e))?;
             let capacity = queue::items_per_producer(producers, spec.depth) * producers;
