@@ -424,17 +424,14 @@ impl Occupancy for RingProbe<RawPacket> {
 }
 
 /// A TransferQueue for packets: `producers` senders, its receiver and a
-/// probe (parameters as for [`queue::channel`]; `overlap`: the receiving
-/// lcore runs other stages too, see `queue::Consumer::set_overlap`).
+/// probe (parameters as for [`queue::channel`]).
 pub fn tq_channel(
     producers: usize,
     depth: usize,
     burst: usize,
     mem: Arc<dyn UnitMemory>,
-    overlap: bool,
 ) -> Result<(Vec<PacketSender>, PacketReceiver, QueueProbe), QueueError> {
-    let (prods, mut cons) = queue::channel::<RawPacket>(producers, depth, burst, mem)?;
-    cons.set_overlap(overlap);
+    let (prods, cons) = queue::channel::<RawPacket>(producers, depth, burst, mem)?;
     let probe = QueueProbe(Arc::new(cons.probe()));
     Ok((
         prods

@@ -32,15 +32,6 @@ pub struct Consumer<T> {
     /// after it, but gives its items back at once; the stub has none).
     items_back: bool,
     items_offset: usize,
-    /// [`set_overlap`](Self::set_overlap): a unit reached while another was
-    /// read is lent one call later.
-    overlap: bool,
-    /// With `overlap`: `recv_with` moved to `cur` at its end and asked for
-    /// its lines then; the next `recv_with` lends nothing.
-    arriving: bool,
-    /// One producer: the unit linked after `cur` when `cur` was entered
-    /// (null: none yet), whose lines were asked for then.
-    ahead: *mut Unit,
     /// Next expected unit `seq` per producer (FIFO self-check).
     #[cfg(any(debug_assertions, loom))]
     expect_seq: Vec<u32>,
@@ -136,20 +127,7 @@ impl<T: Send> Consumer<T> {
     where
         T: Plain,
     {
-        if max == 0 {
-            return 0;
-        }
-        if self.overlap {
-            if self.arriving {
-                // The unit this call would lend was only just reached: its
-                // lines are still crossing from the producer's core.
-                self.arriving = false;
-                return 0;
-            }
-            if !self.ready_deferred() {
-                return 0;
-            }
-        } else if !self.ready() {
+        if max == 0 || !self.ready() {
             return 0;
         }
         let unit = self.cur;
@@ -174,29 +152,9 @@ impl<T: Send> Consumer<T> {
         };
         self.offset += used;
         if self.offset == self.count {
-            if self.overlap {
-                let full = self.full();
-                self.arriving = self.spent() && full && self.just_reached();
-            } else {
-                self.spent();
-            }
+            self.spent();
         }
         used
-    }
-
-    /// For a consumer whose thread has other work between its calls (a
-    /// stage sharing its lcore), one producer, full units: a unit the
-    /// consumer reaches only when it has read the one before (just
-    /// published, on the producer's core) is lent at the next
-    /// [`recv_with`](Self::recv_with), not this one: its lines were asked
-    /// for when it was reached, and travel while the thread does that
-    /// other work instead of stalling this call (the link, then the unit:
-    /// two cross-core trips a unit otherwise). A unit already linked when
-    /// the one before was entered has been on its way since, and a partly
-    /// filled unit (the producer is not ahead) is lent at once: latency
-    /// first where the load is light. Off by default.
-    pub fn set_overlap(&mut self, on: bool) {
-        self.overlap = on;
     }
 
     /// True when nothing is waiting: the local chain is spent and the published
@@ -246,9 +204,6 @@ impl<T> Consumer<T> {
             // The stub has no items to count back.
             items_back: single,
             items_offset: shared.geo.items_offset,
-            overlap: false,
-            arriving: false,
-            ahead: ptr::null_mut(),
             #[cfg(any(debug_assertions, loom))]
             expect_seq: vec![0; shared.pools.len()],
             shared,
@@ -259,39 +214,6 @@ impl<T> Consumer<T> {
     /// the local chain is spent. False when nothing is available.
     #[inline]
     fn ready(&mut self) -> bool {
-        self.find(false)
-    }
-
-    /// As [`ready`](Self::ready), for the in-place calls: with one producer,
-    /// a unit moved to here (its link read, its lines asked for) is not
-    /// entered before the next call (false now). The lines of a unit just
-    /// published on another core take a cross-core trip to come; a caller
-    /// that polls other queues between calls (the TX stage, between its RX
-    /// passes) overlaps that trip instead of stalling on it.
-    #[inline]
-    fn ready_deferred(&mut self) -> bool {
-        self.find(true)
-    }
-
-    /// One producer, after `spent` moved on: true when `cur`'s lines were
-    /// asked for only now (not when the unit before it was entered).
-    #[inline]
-    fn just_reached(&self) -> bool {
-        self.overlap && self.shared.single && self.cur != self.ahead
-    }
-
-    /// `cur` held a whole unit: its producer fills units faster than they
-    /// are read, so waiting a call for the next one's lines costs no
-    /// latency that matters (partial units: it would).
-    #[inline]
-    fn full(&self) -> bool {
-        self.count == self.shared.geo.burst
-    }
-
-    /// [`ready`](Self::ready) (`defer` false) and
-    /// [`ready_deferred`](Self::ready_deferred) (true), one body.
-    #[inline(always)]
-    fn find(&mut self, defer: bool) -> bool {
         loop {
             if !self.cur.is_null() {
                 if self.count == UNREAD {
@@ -302,8 +224,7 @@ impl<T> Consumer<T> {
                 }
                 // Spent (e.g. after a panic in a sink, or the last unit
                 // with one producer).
-                let full = self.full();
-                if !self.spent() || (defer && full && self.just_reached()) {
+                if !self.spent() {
                     return false;
                 }
                 continue;
@@ -350,9 +271,6 @@ impl<T> Consumer<T> {
             let ahead = unsafe { (*unit).next.load(Ordering::Relaxed) };
             if !ahead.is_null() {
                 prefetch_unit(ahead, self.shared.geo.stride);
-            }
-            if self.overlap {
-                self.ahead = ahead;
             }
         }
     }

@@ -332,11 +332,10 @@ fn sharded_two_producers() {
 /// PMD that takes part of a burst. Every item arrives once, in order per
 /// producer, with the values written into the slots (the slots' writes
 /// are published with the unit), and every unit comes back.
-fn in_place_model(producers: usize, overlap: bool) {
+fn in_place_model(producers: usize) {
     let items: u64 = if producers == 1 { 3 } else { 2 };
     model(move || {
         let (txs, mut rx) = channel::<u64>(producers, 2 * producers, 2, mem()).unwrap();
-        rx.set_overlap(overlap);
         let handles: Vec<_> = txs
             .into_iter()
             .enumerate()
@@ -385,18 +384,10 @@ fn in_place_model(producers: usize, overlap: bool) {
 
 #[test]
 fn in_place_one_producer() {
-    in_place_model(1, false);
-}
-
-/// As `in_place_one_producer`, with `set_overlap`: a `recv_with` may lend
-/// nothing while a unit waits (the one it just reached), never lose or
-/// reorder one.
-#[test]
-fn in_place_one_producer_overlap() {
-    in_place_model(1, true);
+    in_place_model(1);
 }
 
 #[test]
 fn in_place_two_producers() {
-    in_place_model(2, false);
+    in_place_model(2);
 }

@@ -127,11 +127,6 @@
 //!   just read: a cross-core miss each); a plain store does not. When the
 //!   consumer is dropped it stores the last unit it read into the (unused)
 //!   list head, and the queue's final drop drops what was linked after it.
-//!   Reaching the next unit takes two cross-core trips (the link, then
-//!   the unit's lines, asked for together once the link is read). A
-//!   consumer whose thread has other work between its calls can let them
-//!   overlap that work ([`Consumer::set_overlap`]): a whole unit reached
-//!   by a call is lent by the next one.
 //! * **Counts: one store per unit.** A producer stores the items it
 //!   published so far (from a local copy, so no load) into its pool, on a
 //!   line only it writes, for [`Probe`]; the consumer's one store per

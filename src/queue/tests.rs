@@ -1092,59 +1092,6 @@ fn in_place_consuming_nothing_keeps_the_run() {
     assert_eq!(drain_all(&mut rx), vec![7, 8, 9]);
 }
 
-/// `set_overlap`: a whole unit reached only once the one before it was read
-/// is lent one `recv_with` later (that call lends nothing); a unit reached
-/// after a partly filled one, and every unit without the option, at once.
-/// Every unit here is published after the consumer entered the one before,
-/// so none was linked ahead of time (as under Miri, which never looks).
-#[test]
-fn overlap_lends_a_just_reached_unit_one_call_later() {
-    for overlap in [false, true] {
-        let (mut txs, mut rx) = channel::<u64>(1, 64, 8, mem()).unwrap();
-        rx.set_overlap(overlap);
-        let tx = &mut txs[0];
-        let mut got = Vec::new();
-        let take = |max: usize, got: &mut Vec<u64>, rx: &mut Consumer<u64>| {
-            rx.recv_with(max, |run| {
-                got.extend_from_slice(run);
-                run.len()
-            })
-        };
-        // Unit 1 (whole), read in two calls; unit 2 is published between
-        // them, so the second call reaches it at its end.
-        assert_eq!(send_in_place(tx, &(0..8).collect::<Vec<_>>()), 8);
-        assert_eq!(take(4, &mut got, &mut rx), 4);
-        assert_eq!(send_in_place(tx, &(8..16).collect::<Vec<_>>()), 8);
-        assert_eq!(take(usize::MAX, &mut got, &mut rx), 4);
-        if overlap {
-            assert_eq!(
-                take(usize::MAX, &mut got, &mut rx),
-                0,
-                "unit 2 just reached"
-            );
-        }
-        assert_eq!(take(usize::MAX, &mut got, &mut rx), 8);
-        // Unit 3 (3 items) is published after unit 2 was read: reached at
-        // the start of a call, after a whole unit.
-        assert_eq!(send_in_place(tx, &[16, 17, 18]), 3);
-        if overlap {
-            assert_eq!(
-                take(usize::MAX, &mut got, &mut rx),
-                0,
-                "unit 3 just reached"
-            );
-        }
-        assert_eq!(take(usize::MAX, &mut got, &mut rx), 3);
-        // Unit 4 comes after a partly filled unit: lent at once.
-        assert_eq!(send_in_place(tx, &(19..27).collect::<Vec<_>>()), 8);
-        assert_eq!(take(usize::MAX, &mut got, &mut rx), 8);
-        assert_eq!(take(usize::MAX, &mut got, &mut rx), 0);
-        assert!(rx.is_empty());
-        assert_eq!(got, (0..27).collect::<Vec<_>>(), "overlap {overlap}");
-        assert_eq!(tx.free_units(), all_back(tx));
-    }
-}
-
 #[test]
 fn in_place_sharded_and_through_the_traits() {
     let (txs, rx) = sharded::<u64>(3, 64, 4, mem()).unwrap();

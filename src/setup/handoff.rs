@@ -152,16 +152,12 @@ pub struct QueueSpec {
 
 /// Builds the queues from `producers` producers to consumers on the given
 /// NUMA sockets: the topology decides which producers feed each queue,
-/// `build_queue` the backend. `overlap(p, c)`: producer `p` runs on
-/// another lcore than consumer `c`, whose lcore runs other stages too (a
-/// TransferQueue from `p` to `c` overlaps a unit's arrival with them,
-/// `queue::Consumer::set_overlap`).
+/// `build_queue` the backend.
 pub fn build_link(
     label: &'static str,
     spec: QueueSpec,
     producers: usize,
     consumer_sockets: &[i32],
-    overlap: &dyn Fn(usize, usize) -> bool,
 ) -> Result<Link, HandoffError> {
     let consumers = consumer_sockets.len();
     let mut senders: Vec<Vec<Option<PacketSender>>> = (0..producers)
@@ -178,8 +174,7 @@ pub fn build_link(
         };
         let mut receivers: Vec<PacketReceiver> = Vec::with_capacity(queues.len());
         for feeders in queues {
-            // One producer: its queue alone decides (several: unused).
-            let q = build_queue(label, spec, &feeders, c, socket, overlap(feeders[0], c))?;
+            let q = build_queue(label, spec, &feeders, c, socket)?;
             capacity += q.capacity;
             for (&p, tx) in feeders.iter().zip(q.senders) {
                 senders[p][c] = Some(tx);
@@ -230,7 +225,6 @@ fn build_queue(
     feeders: &[usize],
     c: usize,
     socket: i32,
-    overlap: bool,
 ) -> Result<Queue, HandoffError> {
     let producers = feeders.len();
     let (senders, receiver, probe, capacity) = match (spec.backend, spec.topology) {
@@ -240,7 +234,6 @@ fn build_queue(
                 spec.depth,
                 spec.burst,
                 Arc::new(SocketMemory { socket }),
-                overlap,
             )
             .map_err(|e| queue_error(label, c, e))?;
             let capacity = queue::items_per_producer(producers, spec.depth) * producers;

@@ -109,19 +109,8 @@ fn allocate_depth(
         depth,
         burst: plan.handoff.batch as usize,
     };
-    // A queue's consumer overlaps the arrival of a unit with its lcore's
-    // other stages when the producer is on another lcore.
-    let (rx_stages, workers, tx_lcores) = (&plan.rx_stages, &plan.workers, &plan.layout.tx);
-    let rw_overlap = |p: usize, c: usize| {
-        rx_stages[p] != workers[c]
-            && (rx_stages.contains(&workers[c]) || tx_lcores.contains(&workers[c]))
-    };
-    let wt_overlap = |p: usize, c: usize| {
-        workers[p] != tx_lcores[c]
-            && (rx_stages.contains(&tx_lcores[c]) || workers.contains(&tx_lcores[c]))
-    };
-    let rx = build_link("rw", spec, rx_stages.len(), &sockets(workers), &rw_overlap)?;
-    let tx = build_link("wt", spec, workers.len(), &sockets(tx_lcores), &wt_overlap)?;
+    let rx = build_link("rw", spec, plan.rx_stages.len(), &sockets(&plan.workers))?;
+    let tx = build_link("wt", spec, plan.workers.len(), &sockets(&plan.layout.tx))?;
     let queued = rx.capacity + tx.capacity;
     let mut pools = Vec::new();
     for sizing in &plan.pools {
