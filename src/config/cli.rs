@@ -44,7 +44,7 @@ pub enum Topology {
 /// How packets move through the hand-off queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Handoff {
-    /// In place where the layout allows: RX receives straight into the queue's
+    /// In place where the layout allows: RX writes packets straight into the queue's
     /// slots (a single worker, no --class), workers move packets
     /// slot to slot (one TX lcore), TX transmits from the slots; rte_ring
     /// uses DPDK's zero-copy ring API (SP/SC, HTS producers when shared)
