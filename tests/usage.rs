@@ -55,7 +55,7 @@ fn bad_app_options_before_eal() {
         (&["--", "--handoff-batch", "257"], "--handoff-batch"),
         (
             &["--", "--handoff", "copy", "--handoff-batch", "64"],
-            "needs --handoff zero-copy",
+            "needs --handoff round-trip or zero-copy",
         ),
     ] {
         let run = run_raw(args, Duration::from_secs(10));

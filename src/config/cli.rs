@@ -44,6 +44,12 @@ pub enum Topology {
 /// How packets move through the hand-off queues.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Handoff {
+    /// As zero-copy, and where every RX lcore is also a TX lcore, one worker
+    /// serves them, there is no --class and the backend is tq: the worker
+    /// processes each transfer unit where it lies and hands it back to the
+    /// RX lcore that filled it, which transmits from it (one queue per
+    /// RX lcore, no worker→TX queue)
+    RoundTrip,
     /// In place where the layout allows: RX writes packets straight into the queue's
     /// slots (a single worker, no --class), workers move packets
     /// slot to slot (one TX lcore), TX transmits from the slots; rte_ring
@@ -57,6 +63,7 @@ pub enum Handoff {
 impl Handoff {
     pub fn name(self) -> &'static str {
         match self {
+            Handoff::RoundTrip => "round-trip",
             Handoff::ZeroCopy => "zero-copy",
             Handoff::Copy => "copy",
         }
@@ -126,7 +133,7 @@ pub struct Options {
     pub topology: Topology,
 
     /// How packets move through the hand-off queues
-    #[arg(long, value_enum, default_value_t = Handoff::ZeroCopy)]
+    #[arg(long, value_enum, default_value_t = Handoff::RoundTrip)]
     pub handoff: Handoff,
 
     /// RX lcores (DPDK corelist, e.g. 1,3-4)

@@ -199,7 +199,7 @@ mod tests {
         );
         assert!(
             usage_line(&["tqfwd", "--handoff", "copy", "--handoff-batch", "64"])
-                .starts_with("--handoff-batch 64 needs --handoff zero-copy")
+                .starts_with("--handoff-batch 64 needs --handoff round-trip or zero-copy")
         );
         let batch = |args: &[&str]| match parse_invocation(&s(args)) {
             Ok(i) => HandoffPlan::new(&i.options).batch,

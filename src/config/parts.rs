@@ -37,7 +37,9 @@ impl HandoffPlan {
             mode: o.handoff,
             depth: o.depth,
             batch: o.handoff_batch.unwrap_or(match o.handoff {
-                Handoff::ZeroCopy => o.burst.saturating_mul(2).min(MAX_BURST as u16),
+                Handoff::RoundTrip | Handoff::ZeroCopy => {
+                    o.burst.saturating_mul(2).min(MAX_BURST as u16)
+                }
                 Handoff::Copy => o.burst,
             }),
             mbufs: o.mbufs,
@@ -55,16 +57,17 @@ impl HandoffPlan {
         }
         if self.mode == Handoff::Copy && self.batch != burst {
             return Err(format!(
-                "--handoff-batch {} needs --handoff zero-copy: --handoff copy hands on one burst ({burst}) at a time",
+                "--handoff-batch {} needs --handoff round-trip or zero-copy: --handoff copy hands on one burst ({burst}) at a time",
                 self.batch
             ));
         }
         Ok(())
     }
 
-    /// The stages work in the queues' slots (`--handoff zero-copy`).
+    /// The stages work in the queues' slots (`--handoff zero-copy`, or
+    /// `round-trip`).
     pub fn zero_copy(&self) -> bool {
-        self.mode == Handoff::ZeroCopy
+        matches!(self.mode, Handoff::ZeroCopy | Handoff::RoundTrip)
     }
 }
 

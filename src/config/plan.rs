@@ -6,7 +6,7 @@
 //! starts, and every rule is a plain unit test.
 
 use super::class::{check_classes, ClassError, ClassSpec, WorkerRange};
-use super::cli::{Options, RequestedDevice};
+use super::cli::{Backend, Handoff, Options, RequestedDevice};
 use super::parts::{CapturePlan, HandoffPlan, LivePlan, PortsPlan, StagePlan};
 use std::path::PathBuf;
 
@@ -387,6 +387,22 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// `--handoff round-trip` takes effect: the backend is tq, there is no
+    /// `--class`, one worker serves every RX lcore and the RX lcores are
+    /// the TX lcores, so each RX lcore can transmit what it received once
+    /// the worker hands it back. Otherwise round-trip works as zero-copy.
+    pub fn round_trip(&self) -> bool {
+        let mut rx = self.rx_stages.clone();
+        let mut tx = self.layout.tx.clone();
+        rx.sort_unstable();
+        tx.sort_unstable();
+        self.handoff.mode == Handoff::RoundTrip
+            && self.handoff.backend == Backend::Tq
+            && self.classes.is_empty()
+            && self.workers.len() == 1
+            && rx == tx
+    }
+
     /// Resolves and checks everything the options decide.
     pub fn new(opts: &Options, m: &Machine) -> Result<Plan, PlanError> {
         let layout = RoleLayout::resolve(opts, &m.lcores, m.main)?;

@@ -22,6 +22,13 @@
 //! is only read). The same ownership rule holds: a slot's packet has one owner at a
 //! time (the queue, or the code the slot is lent to, which consumes a
 //! prefix and leaves the rest as valid packets).
+//!
+//! Round trip ([`tq_channel`] with `round_trip`): the worker processes a unit's packets
+//! where they lie ([`PacketInputs::process_in_place`]) and the unit goes
+//! back to the RX sender it came from, whose lcore transmits from it
+//! ([`PacketInputs::transmit_returned`]). A packet the worker frees leaves
+//! its slot empty ([`RawPacket::EMPTY`], never a packet's word), which TX
+//! passes over, so every slot still holds one owner's packet or nothing.
 
 use super::error::DpdkError;
 use super::mbuf::{prefetch_write, Burst, MbufPtr, Packet, RawForm, RawMbuf, RawPacket, Sampling};
@@ -111,6 +118,14 @@ impl PacketSender {
             }
             n
         })
+    }
+}
+
+impl PacketSender {
+    /// Round trip: packets sent and not yet taken back (0 for a queue
+    /// whose packets never come back).
+    pub fn outstanding(&self) -> usize {
+        self.0.outstanding()
     }
 }
 
@@ -255,45 +270,136 @@ impl PacketInputs {
         let max = max.min(mbufs.len());
         self.0.first(|input| {
             input.0.recv_with(max, &mut |slots: &mut [RawPacket]| {
-                // SAFETY: a view of the first lent packet, to read its port:
-                // the slot keeps it (handles have no destructor).
-                let port = unsafe { Packet::from_raw(slots[0]) }.port();
-                let mut run = 0;
-                for &raw in slots.iter() {
-                    // SAFETY: a view of a lent packet: the slot keeps it
-                    // (a different port: the run ends) while the run holds
-                    // its bare mbuf, until the run says it left.
-                    let p = unsafe { Packet::from_raw(raw) };
-                    if p.port() != port {
-                        break;
-                    }
-                    // The PMD reads the header to free the mbuf once sent;
-                    // RX last touched it a queue's worth of packets ago.
-                    p.prefetch_header();
-                    each(&p);
-                    mbufs[run] = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
-                    run += 1;
-                }
-                let mut r = TxRun {
-                    mbufs: &mut mbufs[..run],
-                    done: 0,
-                };
-                tx(port, &mut r);
-                let done = r.done;
-                // Not sent, not freed: still the slots' packets (the run's
-                // copies are forgotten); a sample has been recorded.
-                for raw in &mut slots[done..run] {
-                    // SAFETY: a view of a packet the slot still holds.
-                    let mut p = unsafe { Packet::from_raw(*raw) };
-                    if p.is_sampled() {
-                        p.clear_sampled();
-                        *raw = p.into_raw();
-                    }
-                }
-                done
+                transmit_slots(mbufs, slots, &mut each, &mut tx).0
             })
         })
     }
+
+    /// Round trip (see [`tq_channel`]): as [`transmit`](Self::transmit),
+    /// from the packets the worker handed back to `from` (this lcore's RX
+    /// sender), oldest first; the slots of packets the worker freed are
+    /// passed over. Returns (slots that left the queue, packets among them
+    /// sent or freed).
+    #[inline]
+    pub fn transmit_returned(
+        &mut self,
+        from: &mut PacketSender,
+        max: usize,
+        mut each: impl FnMut(&Packet),
+        mut tx: impl FnMut(u16, &mut TxRun<'_>),
+    ) -> (usize, usize) {
+        let mbufs = &mut self.1 .0;
+        let max = max.min(mbufs.len());
+        let mut packets = 0;
+        let slots = from.0.take_back_with(max, &mut |slots: &mut [RawPacket]| {
+            let (left, sent) = transmit_slots(mbufs, slots, &mut each, &mut tx);
+            packets = sent;
+            left
+        });
+        (slots, packets)
+    }
+
+    /// Round trip, the worker's pass: the next run of waiting packets (one
+    /// input, up to `max`) goes through `each`, in order, where it lies:
+    /// those it keeps stay in their slots (a slot is written only if
+    /// `each` changed its packet's word), those it does not keep are freed
+    /// and their slots emptied; the whole run then goes back to the RX
+    /// lcore that sent it. Returns (taken, rejected by `each`).
+    #[inline]
+    pub fn process_in_place(
+        &mut self,
+        max: usize,
+        mut each: impl FnMut(&mut Packet) -> bool,
+    ) -> (usize, usize) {
+        let mut rejected = 0;
+        let taken = self.0.first(|input| {
+            input.0.recv_with(max, &mut |slots: &mut [RawPacket]| {
+                for &raw in slots.iter() {
+                    // SAFETY: a view of a lent packet, to prefetch its
+                    // frame; the slot keeps it.
+                    unsafe { Packet::from_raw(raw) }.prefetch_data();
+                }
+                for slot in slots.iter_mut() {
+                    // SAFETY: a packet the input lent us (a round trip
+                    // never lends an empty slot to its consumer): it goes
+                    // back into the slot, or is freed and the slot emptied,
+                    // so it has one owner either way.
+                    let mut p = unsafe { Packet::from_raw(*slot) };
+                    if each(&mut p) {
+                        let raw = p.into_raw();
+                        if raw != *slot {
+                            *slot = raw;
+                        }
+                    } else {
+                        free_packet(p);
+                        *slot = RawPacket::EMPTY;
+                        rejected += 1;
+                    }
+                }
+                slots.len()
+            })
+        });
+        (taken, rejected)
+    }
+}
+
+/// The TX pass over lent `slots` ([`PacketInputs::transmit`],
+/// [`PacketInputs::transmit_returned`]): leading empty slots (packets a
+/// worker freed, round trip only) are passed over; then the run of packets
+/// bound for one port is gathered in `mbufs` and lent to `tx`. Returns
+/// (slots that left, packets among them sent or freed); what is left stays
+/// in the slots.
+#[inline(always)]
+fn transmit_slots(
+    mbufs: &mut [RawPacket; queue::MAX_BURST],
+    slots: &mut [RawPacket],
+    each: &mut impl FnMut(&Packet),
+    tx: &mut impl FnMut(u16, &mut TxRun<'_>),
+) -> (usize, usize) {
+    let skip = slots.iter().take_while(|r| **r == RawPacket::EMPTY).count();
+    let slots = &mut slots[skip..];
+    if slots.is_empty() {
+        return (skip, 0);
+    }
+    // SAFETY: a view of the first lent packet, to read its port: the slot
+    // keeps it (handles have no destructor).
+    let port = unsafe { Packet::from_raw(slots[0]) }.port();
+    let mut run = 0;
+    for &raw in slots.iter() {
+        if raw == RawPacket::EMPTY {
+            break;
+        }
+        // SAFETY: a view of a lent packet: the slot keeps it (a different
+        // port: the run ends) while the run holds its bare mbuf, until the
+        // run says it left.
+        let p = unsafe { Packet::from_raw(raw) };
+        if p.port() != port {
+            break;
+        }
+        // The PMD reads the header to free the mbuf once sent; RX last
+        // touched it a queue's worth of packets ago.
+        p.prefetch_header();
+        each(&p);
+        mbufs[run] = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
+        run += 1;
+    }
+    let mut r = TxRun {
+        mbufs: &mut mbufs[..run],
+        done: 0,
+    };
+    tx(port, &mut r);
+    let done = r.done;
+    // Not sent, not freed: still the slots' packets (the run's copies are
+    // forgotten); a sample has been recorded.
+    for raw in &mut slots[done..run] {
+        // SAFETY: a view of a packet the slot still holds.
+        let mut p = unsafe { Packet::from_raw(*raw) };
+        if p.is_sampled() {
+            p.clear_sampled();
+            *raw = p.into_raw();
+        }
+    }
+    (skip + done, done)
 }
 
 /// Asks for every line of `slots` in exclusive state, all at once: a
@@ -424,14 +530,23 @@ impl Occupancy for RingProbe<RawPacket> {
 }
 
 /// A TransferQueue for packets: `producers` senders, its receiver and a
-/// probe (parameters as for [`queue::channel`]).
+/// probe (parameters as for [`queue::channel`]). `round_trip`: a
+/// round-trip queue (`queue::round_trip`), whose receiver's packets go back
+/// to the sender they came from once processed
+/// ([`PacketInputs::process_in_place`]), which transmits them
+/// ([`PacketInputs::transmit_returned`]).
 pub fn tq_channel(
     producers: usize,
     depth: usize,
     burst: usize,
     mem: Arc<dyn UnitMemory>,
+    round_trip: bool,
 ) -> Result<(Vec<PacketSender>, PacketReceiver, QueueProbe), QueueError> {
-    let (prods, cons) = queue::channel::<RawPacket>(producers, depth, burst, mem)?;
+    let (prods, cons) = if round_trip {
+        queue::round_trip::<RawPacket>(producers, depth, burst, mem)?
+    } else {
+        queue::channel::<RawPacket>(producers, depth, burst, mem)?
+    };
     let probe = QueueProbe(Arc::new(cons.probe()));
     Ok((
         prods

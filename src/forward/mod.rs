@@ -489,6 +489,7 @@ impl<'a> Wiring<'a> {
             rules,
         )
         .with_zero_copy(plan.handoff.zero_copy())
+        .with_round_trip(plan.round_trip())
     }
 
     fn tx_stage(&mut self, t: usize, c: &Arc<LcoreCounters>) -> TxStage {
@@ -509,6 +510,7 @@ impl<'a> Wiring<'a> {
         )
         .with_latency_slot(slot, dpdk::tsc_hz() / LATENCY_PUBLISH_PER_S)
         .with_zero_copy(self.plan.handoff.zero_copy())
+        .with_round_trip(self.plan.round_trip())
     }
 }
 
@@ -590,7 +592,11 @@ fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
     if let Some(t) = work.tx.as_mut() {
         if !t.done {
             let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
-            let n = t.poll(upstream_done);
+            let returns = match work.rx.as_mut() {
+                Some(rx) if t.round_trip() => rx.returns(),
+                _ => None,
+            };
+            let n = t.poll(upstream_done, returns);
             backlog |= n >= t.pass();
             moved += n;
             pending |= !t.done;

@@ -154,6 +154,15 @@ impl RxStage {
         })
     }
 
+    /// The sender to the worker (round trip: what the worker hands back
+    /// comes back to it, and this lcore's TX stage transmits it).
+    pub fn returns(&mut self) -> Option<&mut PacketSender> {
+        match self.senders.as_mut_slice() {
+            [one] => Some(one),
+            _ => None,
+        }
+    }
+
     /// Copies the first frames of some ports for `--capture`.
     pub fn with_capture(mut self, capture: Option<Box<Taps>>) -> Self {
         self.capture = capture;

@@ -33,6 +33,14 @@
 //! queue's slots and leaves what a port refuses there. Elsewhere (several
 //! workers or TX lcores, `--class`, `--capture` running) the stage uses its
 //! bursts, as with `--handoff copy`.
+//!
+//! Round trip (`--handoff round-trip`, the default, where `Plan::round_trip`
+//! holds: tq, one worker, no `--class`, the RX lcores are the TX lcores):
+//! the worker processes each unit in place and hands it back to the RX
+//! lcore that filled it, whose TX stage transmits from it (the RX stage's
+//! sender, `RxStage::returns`); there is no worker→TX queue. A packet the
+//! worker drops leaves an empty slot. The queue's depth bounds the whole
+//! trip, so a port that refuses holds RX back directly.
 
 use super::rate::{FullPolicy, Hold};
 use crate::config::class::MAX_CLASSES;

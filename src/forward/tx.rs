@@ -6,7 +6,9 @@ use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold};
 use super::stages::{receive, StageCommon, TX_RETRIES, TX_STALL_GIVE_UP_S};
 use crate::config::MAX_PORTS;
-use crate::dpdk::{self, Burst, MbufBurst, Packet, PacketInputs, TxQueue, U64Field};
+use crate::dpdk::{
+    self, Burst, MbufBurst, Packet, PacketInputs, PacketSender, TxQueue, TxRun, U64Field,
+};
 use crate::report::latency::{Histogram, HistogramSlot};
 use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_TX};
 use std::sync::atomic::Ordering::Relaxed;
@@ -61,6 +63,9 @@ pub struct TxStage {
     /// `--handoff zero-copy`: transmits what the input queues' slots hold
     /// (no staging burst); a port's refusal leaves the packets there.
     zero_copy: bool,
+    /// `--handoff round-trip`: transmits what the worker handed back to
+    /// this lcore's RX stage (its sender, passed to `poll`), in place too.
+    round_trip: bool,
     pub done: bool,
 }
 
@@ -91,6 +96,7 @@ impl TxStage {
             pending: false,
             give_up_at: None,
             zero_copy: false,
+            round_trip: false,
             latency: latency.map(|f| (f, Histogram::boxed())),
             latency_slot: None,
             inputs,
@@ -114,6 +120,24 @@ impl TxStage {
             self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
         }
         self
+    }
+
+    /// Transmits what the worker hands back to this lcore's RX stage
+    /// (round trip: the stage has no input queues of its own).
+    pub fn with_round_trip(mut self, round_trip: bool) -> Self {
+        self.round_trip = round_trip;
+        if round_trip {
+            self.zero_copy = true;
+            self.pass = self.unit;
+            self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
+        }
+        self
+    }
+
+    /// True when the stage transmits what comes back to its lcore's RX
+    /// stage (`poll` needs that stage's sender).
+    pub fn round_trip(&self) -> bool {
+        self.round_trip
     }
 
     /// Copies the latency histogram into `slot` every `period` TSC cycles
@@ -231,11 +255,17 @@ impl TxStage {
     /// the input queues' slots (`PacketInputs::transmit`), each run on its
     /// output port with bounded retries; what a port refuses stays in the
     /// queue (no more input this round) unless its [`Hold`] says to drop it.
+    /// `returns`: round trip, this lcore's RX sender, whose packets come
+    /// back to it (`PacketInputs::transmit_returned`).
     #[inline]
-    fn poll_in_place(&mut self, upstream_done: bool) -> usize {
+    fn poll_in_place(
+        &mut self,
+        upstream_done: bool,
+        mut returns: Option<&mut PacketSender>,
+    ) -> usize {
         let give_up = self.pending && self.give_up();
         let blocked = self.gates.blocked();
-        let (mut total, mut refused) = (0, false);
+        let (mut total, mut packets, mut refused) = (0, 0, false);
         let (pmd_burst, pass) = (self.burst, self.pass);
         let Self {
             inputs,
@@ -253,76 +283,98 @@ impl TxStage {
             // run, not per round: a later run's unit may have been filled
             // after this run's reading.
             let mut now = 0u64;
-            let taken = inputs.transmit(
-                pass - total,
-                |p| {
-                    if let Some((field, hist)) = latency.as_mut() {
-                        if p.is_sampled() {
-                            if now == 0 {
-                                now = dpdk::rdtsc_inline();
-                            }
-                            hist.record_since(now, p.field(*field));
+            let each = |p: &Packet| {
+                if let Some((field, hist)) = latency.as_mut() {
+                    if p.is_sampled() {
+                        if now == 0 {
+                            now = dpdk::rdtsc_inline();
                         }
+                        hist.record_since(now, p.field(*field));
                     }
-                },
-                |in_port, run| {
-                    let out = out_port[in_port as usize % MAX_PORTS] as usize;
-                    let queue = &mut ports[out];
-                    let hold = &mut holds[out];
-                    let open = !blocked.has(queue.port_id());
-                    let mut tries = 0;
-                    loop {
-                        if open {
-                            // One PMD burst at a time (a run is up to a
-                            // transfer unit); only a short one is a retry.
-                            let want = run.len().min(pmd_burst);
-                            let sent = run.tx_burst(queue, pmd_burst);
-                            if sent != 0 {
-                                bump(&counters.tx_port_packets[out], sent as u64);
-                                hold.took();
-                            }
-                            if run.is_empty() {
-                                break;
-                            }
-                            if sent == want {
-                                continue;
-                            }
-                            tries += 1;
+                }
+            };
+            let tx = |in_port: u16, run: &mut TxRun<'_>| {
+                let out = out_port[in_port as usize % MAX_PORTS] as usize;
+                let queue = &mut ports[out];
+                let hold = &mut holds[out];
+                let open = !blocked.has(queue.port_id());
+                let mut tries = 0;
+                loop {
+                    if open {
+                        // One PMD burst at a time (a run is up to a
+                        // transfer unit); only a short one is a retry.
+                        let want = run.len().min(pmd_burst);
+                        let sent = run.tx_burst(queue, pmd_burst);
+                        if sent != 0 {
+                            bump(&counters.tx_port_packets[out], sent as u64);
+                            hold.took();
                         }
-                        if !open || tries >= TX_RETRIES {
-                            if give_up || hold.refused(*policy, dpdk::rdtsc_inline) {
-                                counters.count_drop(DropReason::TxFull, run.len() as u64);
-                                run.free_rest();
-                            } else {
-                                refused = true;
-                            }
+                        if run.is_empty() {
                             break;
                         }
-                        dpdk::pause();
+                        if sent == want {
+                            continue;
+                        }
+                        tries += 1;
                     }
-                },
-            );
-            if taken == 0 {
+                    if !open || tries >= TX_RETRIES {
+                        if give_up || hold.refused(*policy, dpdk::rdtsc_inline) {
+                            counters.count_drop(DropReason::TxFull, run.len() as u64);
+                            run.free_rest();
+                        } else {
+                            refused = true;
+                        }
+                        break;
+                    }
+                    dpdk::pause();
+                }
+            };
+            let (left, sent) = match returns.as_deref_mut() {
+                Some(from) => inputs.transmit_returned(from, pass - total, each, tx),
+                None => {
+                    let n = inputs.transmit(pass - total, each, tx);
+                    (n, n)
+                }
+            };
+            if left == 0 {
                 break;
             }
-            total += taken;
+            total += left;
+            packets += sent;
         }
         self.pending = refused;
         if total == 0 {
-            if !refused && upstream_done && self.inputs.is_empty() {
+            let drained = match returns {
+                Some(from) => from.outstanding() == 0,
+                None => self.inputs.is_empty(),
+            };
+            if !refused && upstream_done && drained {
                 self.done = true;
             }
             return 0;
         }
-        bump(&self.counters.tx_in_packets, total as u64);
+        if packets != 0 {
+            bump(&self.counters.tx_in_packets, packets as u64);
+        }
         total
     }
 
     /// One receive/transmit round; returns how many packets it took.
+    /// `returns`: this lcore's RX sender, for a round-trip stage.
     #[inline]
-    pub fn poll(&mut self, upstream_done: bool) -> usize {
+    pub fn poll(&mut self, upstream_done: bool, returns: Option<&mut PacketSender>) -> usize {
+        if self.round_trip {
+            // Without its RX stage's sender nothing can come back.
+            return match returns {
+                Some(from) => self.poll_in_place(upstream_done, Some(from)),
+                None => {
+                    self.done |= upstream_done;
+                    0
+                }
+            };
+        }
         if self.zero_copy {
-            return self.poll_in_place(upstream_done);
+            return self.poll_in_place(upstream_done, None);
         }
         if self.pending {
             // A port refused: take no more input until it accepts or its

@@ -1,6 +1,8 @@
 //! The worker stage: classifies each frame, rewrites its MACs, drops
 //! runts, and hands the rest to the TX lcore of its output port, in place
-//! (`--handoff zero-copy`) where there is one TX lcore.
+//! (`--handoff zero-copy`) where there is one TX lcore, or back to the RX
+//! lcore that sent it, in its transfer unit (`--handoff round-trip`),
+//! where that lcore transmits.
 
 use super::rate::{FullPolicy, Hold};
 use super::stages::{flush_buckets, receive, synthetic_work, Drops, StageCommon};
@@ -64,6 +66,10 @@ pub struct WorkerStage {
     /// `--handoff zero-copy` with one TX lcore: packets move from the input
     /// queue's slots straight into the output queue's.
     zero_copy: bool,
+    /// `--handoff round-trip` where the layout allows it: packets are
+    /// processed where they lie and go back, in their unit, to the RX
+    /// lcore that sent them, which transmits them (no output queue).
+    round_trip: bool,
     counters: Arc<LcoreCounters>,
     pub done: bool,
 }
@@ -106,9 +112,22 @@ impl WorkerStage {
             rewrite,
             work_cycles,
             zero_copy: false,
+            round_trip: false,
             counters,
             done: false,
         }
+    }
+
+    /// Processes packets in place and hands them back to their RX lcore
+    /// (round trip: every input is a round-trip queue, and the worker has
+    /// no TX queues).
+    pub fn with_round_trip(mut self, round_trip: bool) -> Self {
+        self.round_trip = round_trip;
+        if round_trip {
+            self.pass = self.unit;
+            self.counters.in_place.fetch_or(IN_PLACE_WORKER, Relaxed);
+        }
+        self
     }
 
     /// Moves packets in place (`--handoff zero-copy`) where they all go to
@@ -155,6 +174,17 @@ impl WorkerStage {
         }
     }
 
+    /// `--debug-stall-worker` in place: the stall, once something waits.
+    #[inline]
+    fn stall_at_first_packet(&mut self) {
+        if let Some(length) = self.stall {
+            if !self.inputs.is_empty() {
+                self.stall = None;
+                Self::stall(length);
+            }
+        }
+    }
+
     /// The synthetic work per packet for this round: none once a stop was
     /// requested (the packets are still forwarded), so a drain never waits
     /// for it.
@@ -184,12 +214,7 @@ impl WorkerStage {
     /// queues' slots into the TX queue's (`PacketInputs::forward_into`).
     #[inline]
     fn poll_in_place(&mut self, upstream_done: bool) -> usize {
-        if let Some(length) = self.stall {
-            if !self.inputs.is_empty() {
-                self.stall = None;
-                Self::stall(length);
-            }
-        }
+        self.stall_at_first_packet();
         let mut work_cycles = self.work_cycles();
         let mut class_counts = [0u64; FrameClass::COUNT];
         let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
@@ -247,11 +272,52 @@ impl WorkerStage {
         total
     }
 
+    /// The round-trip round: up to a batch, run by run, processed in the
+    /// input queues' slots and handed back (`PacketInputs::process_in_place`).
+    #[inline]
+    fn poll_round_trip(&mut self, upstream_done: bool) -> usize {
+        self.stall_at_first_packet();
+        let mut work_cycles = self.work_cycles();
+        let mut class_counts = [0u64; FrameClass::COUNT];
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        let (mut total, mut runts) = (0, 0);
+        let (map, rewrite) = (&*self.map, self.rewrite);
+        while total < self.pass {
+            let (taken, rejected) = self.inputs.process_in_place(self.pass - total, |p| {
+                process(
+                    p,
+                    map,
+                    rewrite,
+                    &mut work_cycles,
+                    &mut class_counts,
+                    &mut scratch,
+                )
+            });
+            if taken == 0 {
+                break;
+            }
+            runts += rejected;
+            total += taken;
+        }
+        if total == 0 {
+            if upstream_done && self.inputs.is_empty() {
+                self.done = true;
+            }
+            return 0;
+        }
+        bump(&self.counters.worker_packets, total as u64);
+        self.count(&class_counts, runts as u64);
+        total
+    }
+
     /// One receive/process/hand-on round; returns how many packets it
     /// took. `upstream_done`: every RX lcore has stopped and published all
     /// it had (read before receiving).
     #[inline]
     pub fn poll(&mut self, upstream_done: bool) -> usize {
+        if self.round_trip {
+            return self.poll_round_trip(upstream_done);
+        }
         if self.zero_copy {
             return self.poll_in_place(upstream_done);
         }

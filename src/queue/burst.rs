@@ -51,6 +51,24 @@ pub trait BurstSender<T: Copy>: Send {
     fn send_with(&mut self, max: usize, fill: &mut dyn FnMut(&mut [T]) -> usize) -> Option<usize>
     where
         T: Plain;
+
+    /// Round trip (a TransferQueue built by [`round_trip`](super::round_trip)):
+    /// lends the next run of items the consumer handed back, oldest first,
+    /// to `take`, which returns how many of them (a prefix) it took;
+    /// returns that count (see `Producer::take_back_with`). A queue whose
+    /// items never come back returns 0 without calling `take`.
+    fn take_back_with(&mut self, _max: usize, _take: &mut dyn FnMut(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        0
+    }
+
+    /// Round trip: items sent and not yet taken back (0 for a queue whose
+    /// items never come back).
+    fn outstanding(&self) -> usize {
+        0
+    }
 }
 
 /// Receiving side of a burst queue.
@@ -84,6 +102,18 @@ impl<T: Copy, S: BurstSender<T> + ?Sized> BurstSender<T> for Box<S> {
         T: Plain,
     {
         (**self).send_with(max, fill)
+    }
+
+    #[inline]
+    fn take_back_with(&mut self, max: usize, take: &mut dyn FnMut(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        (**self).take_back_with(max, take)
+    }
+
+    fn outstanding(&self) -> usize {
+        (**self).outstanding()
     }
 }
 

@@ -13,6 +13,7 @@ use core::ptr;
 
 use crossbeam_utils::CachePadded;
 
+use super::burst::Plain;
 use super::consumer::{Consumer, ShardedConsumer};
 use super::producer::Producer;
 use super::shared::{Pool, Shared, UnitMemory};
@@ -103,7 +104,35 @@ pub fn channel<T: Send>(
     mem: std::sync::Arc<dyn UnitMemory>,
 ) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
     let budget = check::<T>(producers, depth, burst)?;
-    build(producers, budget, burst, mem)
+    build(producers, budget, burst, mem, false)
+}
+
+/// Builds a **round-trip** TransferQueue (*Round trip* in the module doc):
+/// as [`channel`], but the consumer works on the items in place
+/// ([`Consumer::recv_with`]; what it says it consumed is *processed*, not
+/// gone) and every unit goes back to its producer with its items, which
+/// the producer takes back in publish order
+/// ([`Producer::take_back_with`]). A producer's budget counts its items
+/// until it has taken them back, so `depth` bounds the whole trip.
+pub fn round_trip<T: Plain>(
+    producers: usize,
+    depth: usize,
+    burst: usize,
+    mem: std::sync::Arc<dyn UnitMemory>,
+) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
+    let budget = check::<T>(producers, depth, burst)?;
+    build(producers, budget, burst, mem, true)
+}
+
+/// The sharded topology of round-trip queues: [`sharded`], each shard a
+/// [`round_trip`] queue.
+pub fn round_trip_sharded<T: Plain>(
+    producers: usize,
+    depth: usize,
+    burst: usize,
+    mem: std::sync::Arc<dyn UnitMemory>,
+) -> Result<(Vec<Producer<T>>, ShardedConsumer<T>), QueueError> {
+    shards(producers, depth, burst, mem, true)
 }
 
 /// Builds the sharded topology: one single-producer queue per producer, all
@@ -117,11 +146,21 @@ pub fn sharded<T: Send>(
     burst: usize,
     mem: std::sync::Arc<dyn UnitMemory>,
 ) -> Result<(Vec<Producer<T>>, ShardedConsumer<T>), QueueError> {
+    shards(producers, depth, burst, mem, false)
+}
+
+fn shards<T: Send>(
+    producers: usize,
+    depth: usize,
+    burst: usize,
+    mem: std::sync::Arc<dyn UnitMemory>,
+    round_trip: bool,
+) -> Result<(Vec<Producer<T>>, ShardedConsumer<T>), QueueError> {
     let budget = check::<T>(producers, depth, burst)?;
     let mut txs = Vec::with_capacity(producers);
     let mut rxs = Vec::with_capacity(producers);
     for _ in 0..producers {
-        let (mut tx, rx) = build(1, budget, burst, mem.clone())?;
+        let (mut tx, rx) = build(1, budget, burst, mem.clone(), round_trip)?;
         txs.push(tx.pop().expect("build returns one producer"));
         rxs.push(rx);
     }
@@ -160,6 +199,7 @@ fn build<T: Send>(
     budget: usize,
     burst: usize,
     mem: std::sync::Arc<dyn UnitMemory>,
+    round_trip: bool,
 ) -> Result<(Vec<Producer<T>>, Consumer<T>), QueueError> {
     // One producer: one more unit than items (the consumer's last unit,
     // see *Single producer*).
@@ -176,6 +216,7 @@ fn build<T: Send>(
         head: CachePadded::new(AtomicPtr::new(ptr::null_mut())),
         stub,
         single,
+        round_trip,
         budget,
         pools: Vec::with_capacity(producers),
         geo,

@@ -121,7 +121,9 @@ impl<T: Send> Consumer<T> {
     /// at most `max`, to `take`, and marks read the prefix it says it
     /// consumed (a unit whose last item is consumed goes back to its
     /// producer). Returns that count; 0 without calling `take` when nothing
-    /// is waiting. A panic in `take` consumes nothing.
+    /// is waiting. A panic in `take` consumes nothing. In a round trip
+    /// ([`round_trip`](super::round_trip)) *consumed* means processed: the
+    /// items go back to their producer as `take` left them.
     #[inline]
     pub fn recv_with(&mut self, max: usize, take: impl FnOnce(&mut [T]) -> usize) -> usize
     where
@@ -323,9 +325,16 @@ impl<T> Consumer<T> {
     fn retire(&mut self, next: *mut Unit) {
         let unit = self.cur;
         if unit != self.shared.stub {
-            // SAFETY: `cur` is a valid unit we hold: read its owner before
-            // giving it away.
-            let producer = unsafe { (*unit).track.read(|| (*unit).producer) };
+            // One producer: its index is 0, and in a round trip it may be
+            // taking back this unit's items (handed back before the unit)
+            // right now, so the unit is not read again.
+            let producer = if self.shared.single {
+                0
+            } else {
+                // SAFETY: `cur` is a valid unit we hold: read its owner
+                // before giving it away.
+                unsafe { (*unit).track.read(|| (*unit).producer) }
+            };
             let items = if self.items_back {
                 0
             } else {
@@ -363,7 +372,9 @@ impl<T> Consumer<T> {
         returned.fetch_add(u64::from(items) << 32 | u64::from(units), Ordering::Release);
     }
 
-    /// Drops the unread items of `cur` (non-null).
+    /// Drops the unread items of `cur` (non-null); in a round trip, hands
+    /// them back as they are (its items are `Plain`: nothing to drop, and
+    /// the producer may be taking back what was handed back before).
     fn drop_unread(&mut self) {
         if self.count == UNREAD {
             self.enter();
@@ -371,8 +382,11 @@ impl<T> Consumer<T> {
         let unit = self.cur;
         let (from, n) = (self.offset, self.count - self.offset);
         self.offset = self.count; // mark read before dropping
-                                  // SAFETY: slots `from..count` hold initialised items of our unit
-                                  // that nobody else will read or drop (offset already advanced).
+        if self.shared.round_trip {
+            return;
+        }
+        // SAFETY: slots `from..count` hold initialised items of our unit
+        // that nobody else will read or drop (offset already advanced).
         unsafe {
             let s = slot::<T>(unit, self.items_offset, from);
             (*unit)

@@ -22,7 +22,10 @@ fn mem() -> StdArc<dyn UnitMemory> {
 }
 
 fn model(f: impl Fn() + Sync + Send + 'static) {
-    let mut b = ::loom::model::Builder::new();
+    model_with(::loom::model::Builder::new(), f)
+}
+
+fn model_with(mut b: ::loom::model::Builder, f: impl Fn() + Sync + Send + 'static) {
     if b.preemption_bound.is_none() {
         b.preemption_bound = Some(3);
     }
@@ -390,4 +393,119 @@ fn in_place_one_producer() {
 #[test]
 fn in_place_two_producers() {
     in_place_model(2);
+}
+
+/// Round trip: each producer sends items in place and takes back what the
+/// consumer handed back (as an RX+TX lcore does), the consumer marks each
+/// item where it lies (bit 7) and hands its unit back. Every item comes
+/// back to its producer once, marked, in order; with one producer the
+/// items of the consumer's last unit are taken back while the consumer
+/// still holds the unit (its slots are not touched by both: loom's
+/// per-unit cell), and the unit is refilled only once returned too.
+fn round_trip_model(producers: usize) {
+    // One producer refills its units (a budget of one item, three
+    // items); two producers send one item each (the several-producer
+    // return; a refill there is the same code).
+    let items = move |_p: usize| -> u64 {
+        if producers == 1 {
+            3
+        } else {
+            1
+        }
+    };
+    // A budget of one item per producer: each unit is refilled, so only
+    // after the consumer returned it and its producer took its item back.
+    // Both sides poll, hence the longer branch limit.
+    let mut b = ::loom::model::Builder::new();
+    b.max_branches = b.max_branches.max(100_000);
+    model_with(b, move || {
+        let (txs, mut rx) = round_trip::<u64>(producers, producers, 2, mem()).unwrap();
+        let handles: Vec<_> = txs
+            .into_iter()
+            .enumerate()
+            .map(|(p, mut tx)| {
+                thread::spawn(move || {
+                    let items = items(p);
+                    // Producer 0 takes back while the consumer runs; the
+                    // others only send (taken back after the join: three
+                    // polling threads do not finish within the bounds).
+                    let polls = p == 0;
+                    let (mut next, mut back) = (0u64, 0u64);
+                    while if polls { back < items } else { next < items } {
+                        let mut moved = 0;
+                        if next < items {
+                            if let Some(n) = tx.send_with(2, |slots| {
+                                let k = slots.len().min((items - next) as usize);
+                                for (i, s) in slots[..k].iter_mut().enumerate() {
+                                    *s = ((p as u64) << 8) | (next + i as u64);
+                                }
+                                k
+                            }) {
+                                next += n as u64;
+                                moved += n;
+                            }
+                        }
+                        if polls {
+                            moved += tx.take_back_with(2, |run| {
+                                for &x in run.iter() {
+                                    assert_eq!(x, 0x80 | ((p as u64) << 8) | back);
+                                    back += 1;
+                                }
+                                run.len()
+                            });
+                        }
+                        if moved == 0 {
+                            thread::yield_now();
+                        }
+                    }
+                    assert_eq!(tx.outstanding(), if polls { 0 } else { items as usize });
+                    tx
+                })
+            })
+            .collect();
+        let mut next = vec![0u64; producers];
+        let mut got = 0;
+        while got < (0..producers).map(|p| items(p) as usize).sum::<usize>() {
+            let n = rx.recv_with(usize::MAX, |run| {
+                for x in run.iter_mut() {
+                    let p = (*x >> 8) as usize;
+                    assert_eq!(*x & 0xff, next[p], "producer {p} out of order");
+                    next[p] += 1;
+                    *x |= 0x80;
+                }
+                run.len()
+            });
+            got += n;
+            if n == 0 {
+                thread::yield_now();
+            }
+        }
+        for (p, h) in handles.into_iter().enumerate() {
+            let mut tx = h.join().unwrap();
+            let mut back = if p == 0 { items(p) } else { 0 };
+            while back < items(p) {
+                let n = tx.take_back_with(2, |run| {
+                    for &x in run.iter() {
+                        assert_eq!(x, 0x80 | ((p as u64) << 8) | back);
+                        back += 1;
+                    }
+                    run.len()
+                });
+                assert_ne!(n, 0, "producer {p}: handed back items not seen");
+            }
+            assert_eq!(tx.outstanding(), 0);
+            assert!(tx.free_units() >= tx.units() - usize::from(producers == 1));
+        }
+        assert!(rx.is_empty());
+    });
+}
+
+#[test]
+fn round_trip_one_producer() {
+    round_trip_model(1);
+}
+
+#[test]
+fn round_trip_two_producers() {
+    round_trip_model(2);
 }

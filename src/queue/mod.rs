@@ -136,6 +136,26 @@
 //!   The producer's items in flight are its items published minus the
 //!   items returned; a probe reads the same difference.
 //!
+//! * **Round trip** ([`round_trip`], [`round_trip_sharded`]). The
+//!   consumer works on the items where they lie (`recv_with`; *consumed*
+//!   means processed) and hands them back to their producer with their
+//!   unit, by the same one store per unit (*Return*, *Counts*); the
+//!   producer takes them back oldest first (`Producer::take_back_with`,
+//!   a prefix at a time), so a stage that both sends and takes back (an
+//!   lcore that receives and transmits) reads lines its own core wrote,
+//!   and the consumer writes no second queue. The producer's budget counts
+//!   an item until it is taken back (so `depth` bounds the whole trip, and
+//!   items in flight are a producer-local count: no reload for room), and
+//!   a unit is free once both returned and emptied, both prefixes of the
+//!   publish order, hence the smaller of the two counts. The high half of
+//!   `returned` (items handed back) tells the producer what it may take
+//!   back; with one producer the consumer hands a unit's items back
+//!   before the unit (it keeps its last unit), so the producer may read
+//!   those slots while the consumer still holds the unit: after handing
+//!   the items back the consumer reads only the unit's `next` link, never
+//!   its slots or its owner (the owner of a one-producer queue is 0).
+//!   Items are [`Plain`]: nothing is dropped in place.
+//!
 //! ## Ordering guarantee
 //!
 //! FIFO per producer: items of one producer come out in the order that
@@ -261,7 +281,8 @@
 //!   unit return and reuse, full queue, one-item sends full by budget with
 //!   LIFO reuse, items counted back before their unit (a budget of one),
 //!   drain at shutdown, sharded, in place (`send_with`/`recv_with`, one and
-//!   two producers, prefixes consumed); preemption bound 3
+//!   two producers, prefixes consumed), round trip (one and two producers,
+//!   a unit refilled only once returned and taken back); preemption bound 3
 //!   (`LOOM_MAX_PREEMPTIONS` overrides). Loom checks unit contents through one
 //!   `loom::cell::UnsafeCell` per unit (`sync::Track`), the atomics with its
 //!   C11 model, the FIFO self-check and `Arc` leaks. Under loom `push` starts
@@ -295,7 +316,9 @@ mod tests;
 mod loom;
 
 pub use burst::{BurstReceiver, BurstSender, Plain};
-pub use construct::{channel, sharded, QueueError, MAX_ARENA_BYTES, MAX_BURST};
+pub use construct::{
+    channel, round_trip, round_trip_sharded, sharded, QueueError, MAX_ARENA_BYTES, MAX_BURST,
+};
 pub use consumer::{Consumer, ShardedConsumer};
 pub use probe::Probe;
 pub use producer::Producer;

@@ -14,7 +14,7 @@ use core::ptr;
 use super::burst::{BurstSender, Plain};
 use super::shared::Shared;
 use super::sync::{Arc, Ordering};
-use super::unit::{push, slot, Unit};
+use super::unit::{prefetch_unit, push, slot, Unit};
 
 /// No unit: the end of a list in [`Producer::book`].
 const NONE: u32 = u32::MAX;
@@ -48,8 +48,20 @@ pub struct Producer<T> {
     /// One producer: the unit published last (the stub before the first
     /// publish), whose `next` links the following publish.
     tail: *mut Unit,
-    /// The pool's `returned` count as last loaded (Acquire).
+    /// The pool's `returned` count as last loaded (Acquire): its units.
     returned_seen: u32,
+    /// Round trip: the oldest unit whose items are not all taken back yet
+    /// (`NONE`: none is in flight), ...
+    back: u32,
+    /// ... how many of its items are taken back, ...
+    back_off: u32,
+    /// ... the units whose items were all taken back (wrapping; a unit is
+    /// free once it is also returned), ...
+    units_done: u32,
+    /// ... the items taken back (wrapping), and the items the consumer
+    /// handed back as last loaded (the high half of `returned`).
+    taken: u32,
+    items_back: u32,
     /// Units published so far (wrapping); also the next unit's `seq`.
     seq: u32,
     id: u32,
@@ -237,6 +249,83 @@ impl<T: Send> Producer<T> {
         Some(n)
     }
 
+    /// Round trip ([`round_trip`](super::round_trip)): lends the items
+    /// the consumer handed back and this producer has not taken back yet,
+    /// at most `max` and one unit's, oldest first (publish order), to
+    /// `take`, which returns how many of them (a prefix) it took; those
+    /// leave the queue and count against the budget no more. The rest stay
+    /// first in line with whatever values `take` left in them. Returns that
+    /// count; 0 without calling `take` when nothing came back (one load of
+    /// the `returned` count when the last one showed nothing more).
+    #[inline]
+    pub fn take_back_with(&mut self, max: usize, take: impl FnOnce(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        debug_assert!(self.shared.round_trip);
+        if self.back == NONE || max == 0 {
+            return 0;
+        }
+        let mut ready = self.items_back.wrapping_sub(self.taken);
+        if ready == 0 {
+            self.reclaim();
+            ready = self.items_back.wrapping_sub(self.taken);
+            if ready == 0 {
+                return 0;
+            }
+        }
+        let idx = self.back;
+        let unit = self.shared.unit(self.id as usize, idx as usize);
+        let from = self.back_off as usize;
+        // SAFETY: unit `idx` is in flight and its items were handed back
+        // (the Acquire load in `reclaim` read a count including them):
+        // the consumer no longer reads or writes its header or slots; we
+        // wrote the header at `seal` and only read it here.
+        let count = unsafe { (*unit).track.read(|| (*unit).count) } as usize;
+        if from == 0 {
+            // The consumer's core read the slots last, so their lines may
+            // have moved there: ask for all of them at once, and for the
+            // next unit's when its items are back too.
+            prefetch_unit(unit, self.shared.geo.stride);
+            let next = self.book[idx as usize];
+            if ready as usize > count && next != NONE {
+                prefetch_unit(
+                    self.shared.unit(self.id as usize, next as usize),
+                    self.shared.geo.stride,
+                );
+            }
+        }
+        let n = (count - from).min(ready as usize).min(max);
+        // SAFETY: slots `from..from + n` (`from + n <= count <= burst`)
+        // hold items handed back and not yet taken back, valid `T`s; the
+        // consumer no longer touches them (above), so the slice is ours.
+        let used = unsafe {
+            (*unit).track.write(|| {
+                let items =
+                    std::slice::from_raw_parts_mut(slot::<T>(unit, self.items_offset, from), n);
+                take(items).min(n)
+            })
+        };
+        self.taken = self.taken.wrapping_add(used as u32);
+        self.in_flight -= used;
+        if from + used == count {
+            self.back_off = 0;
+            self.units_done = self.units_done.wrapping_add(1);
+            // The unit published after it, if any (`seal` sets `back`
+            // otherwise).
+            self.back = self.book[idx as usize];
+        } else {
+            self.back_off = (from + used) as u32;
+        }
+        used
+    }
+
+    /// Round trip: items published and not yet taken back (0: the queue
+    /// holds nothing of this producer's, and nothing is on its way back).
+    pub fn outstanding(&self) -> usize {
+        self.in_flight
+    }
+
     /// Units of this producer's pool not in flight: its pool minus the
     /// units published and not yet returned. A snapshot (the consumer may
     /// return more right after). The queue is full by items, not units
@@ -292,6 +381,11 @@ impl<T> Producer<T> {
             book: vec![NONE; shared.geo.units].into_boxed_slice(),
             tail: shared.stub,
             returned_seen: 0,
+            back: NONE,
+            back_off: 0,
+            units_done: 0,
+            taken: 0,
+            items_back: 0,
             seq: 0,
             id,
             burst,
@@ -325,16 +419,23 @@ impl<T> Producer<T> {
         let returned = self.shared.pools[self.id as usize]
             .returned
             .load(Ordering::Acquire);
-        // The high half: items counted back (with one producer, a unit's
-        // items may come back before the unit itself).
-        self.in_flight = self.published.wrapping_sub((returned >> 32) as u32) as usize;
+        let mut back = (returned as u32).wrapping_sub(self.returned_seen);
+        if self.shared.round_trip {
+            // Items stay in flight until taken back (`take_back_with`),
+            // and a unit is free once it is returned and emptied too: both
+            // are prefixes of the publish order.
+            self.items_back = (returned >> 32) as u32;
+            back = back.min(self.units_done.wrapping_sub(self.returned_seen));
+        } else {
+            // The high half: items counted back (with one producer, a
+            // unit's items may come back before the unit itself).
+            self.in_flight = self.published.wrapping_sub((returned >> 32) as u32) as usize;
+        }
         // The low half: units.
-        let returned = returned as u32;
-        let back = returned.wrapping_sub(self.returned_seen);
         if back == 0 {
             return;
         }
-        self.returned_seen = returned;
+        self.returned_seen = self.returned_seen.wrapping_add(back);
         // The batch is the FIFO's prefix `first ..= last`, already linked
         // in publish order: splice it onto the stack.
         let first = self.oldest;
@@ -395,6 +496,9 @@ impl<T> Producer<T> {
             self.oldest = idx; // nothing else in flight
         } else {
             self.book[self.newest as usize] = idx;
+        }
+        if self.back == NONE {
+            self.back = idx; // round trip: nothing else to take back
         }
         self.newest = idx;
         self.book[idx as usize] = NONE;
@@ -470,5 +574,24 @@ impl<T: Copy + Send> BurstSender<T> for Producer<T> {
         T: Plain,
     {
         Producer::send_with(self, max, fill)
+    }
+
+    #[inline]
+    fn take_back_with(&mut self, max: usize, take: &mut dyn FnMut(&mut [T]) -> usize) -> usize
+    where
+        T: Plain,
+    {
+        if !self.shared.round_trip {
+            return 0;
+        }
+        Producer::take_back_with(self, max, take)
+    }
+
+    fn outstanding(&self) -> usize {
+        if self.shared.round_trip {
+            self.in_flight
+        } else {
+            0
+        }
     }
 }

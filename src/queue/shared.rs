@@ -85,6 +85,11 @@ pub(super) struct Shared<T> {
     pub(super) stub: *mut Unit,
     /// One producer: the list protocol of *Single producer*.
     pub(super) single: bool,
+    /// A round-trip queue (*Round trip*): the consumer hands each unit's
+    /// items back to their producer, which takes them back
+    /// (`Producer::take_back_with`) before it reuses the unit. Items are
+    /// [`Plain`](super::Plain) then: nothing is ever dropped in place.
+    pub(super) round_trip: bool,
     /// Items each producer may have in the queue.
     pub(super) budget: usize,
     pub(super) pools: Vec<Pool>,

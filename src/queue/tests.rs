@@ -1211,3 +1211,216 @@ fn stress_in_place_several_producers_tiny_depth() {
 fn stress_in_place_sharded() {
     stress_in_place(3, 64, 8, true);
 }
+
+// ---- round trip (round_trip / take_back_with) ------------------------------
+
+/// Takes back everything `tx` can, runs of at most `max`; returns it.
+fn take_back_all(tx: &mut Producer<u64>, max: usize) -> Vec<u64> {
+    let mut back = Vec::new();
+    while tx.take_back_with(max, |run| {
+        back.extend_from_slice(run);
+        run.len()
+    }) > 0
+    {}
+    back
+}
+
+const DONE: u64 = 1 << 63;
+
+#[test]
+fn round_trip_items_come_back_processed_in_order() {
+    for producers in [1, 2] {
+        let (mut txs, mut rx) = round_trip::<u64>(producers, 64, 8, mem()).unwrap();
+        let budget = txs[0].capacity();
+        let items: Vec<u64> = (0..budget as u64 + 5).collect();
+        assert_eq!(send_in_place(&mut txs[0], &items), budget);
+        assert_eq!(txs[0].outstanding(), budget);
+        // Nothing handed back yet: nothing to take back.
+        assert_eq!(txs[0].take_back_with(8, |_| unreachable!("none back")), 0);
+        // The consumer works in place; what it says it consumed goes back.
+        let n = rx.recv_with(usize::MAX, |run| {
+            for x in run.iter_mut().take(5) {
+                *x |= DONE;
+            }
+            5
+        });
+        assert_eq!(n, 5);
+        // The unit is not all processed: nothing is back yet.
+        assert_eq!(txs[0].take_back_with(8, |_| unreachable!("unit open")), 0);
+        while rx.recv_with(usize::MAX, |run| {
+            for x in run.iter_mut() {
+                *x |= DONE;
+            }
+            run.len()
+        }) > 0
+        {}
+        // Processed, not taken back: the budget is still spent.
+        assert_eq!(txs[0].send_with(4, |_| unreachable!("no room")), None);
+        // A prefix taken back frees exactly that much budget; the rest
+        // stays first in line with what `take` wrote.
+        let n = txs[0].take_back_with(usize::MAX, |run| {
+            assert_eq!(run.len(), 8);
+            run[3] = 77;
+            3
+        });
+        assert_eq!(n, 3);
+        assert_eq!(txs[0].outstanding(), budget - 3);
+        assert_eq!(send_in_place(&mut txs[0], &[1000, 1001, 1002, 1003]), 3);
+        let mut back = take_back_all(&mut txs[0], 5);
+        assert_eq!(back[0], 77);
+        back[0] = 3 | DONE;
+        let want: Vec<u64> = (3..budget as u64).map(|x| x | DONE).collect();
+        assert_eq!(back, want);
+        // The three sent since: published, not processed yet.
+        assert_eq!(txs[0].outstanding(), 3);
+        assert_eq!(drain_all(&mut rx), vec![1000, 1001, 1002]);
+        assert_eq!(take_back_all(&mut txs[0], 8), vec![1000, 1001, 1002]);
+        assert_eq!(txs[0].outstanding(), 0);
+        assert!(rx.is_empty());
+        // Every unit is free again once the consumer moved past it.
+        assert_eq!(send_in_place(&mut txs[0], &items[..budget]), budget);
+        drain_all(&mut rx);
+        assert_eq!(take_back_all(&mut txs[0], 64), items[..budget]);
+        assert_eq!(txs[0].free_units(), all_back(&txs[0]));
+    }
+}
+
+#[test]
+fn round_trip_sharded_and_through_the_traits() {
+    let (txs, rx) = round_trip_sharded::<u64>(2, 32, 4, mem()).unwrap();
+    let mut txs: Vec<Box<dyn BurstSender<u64>>> = txs
+        .into_iter()
+        .map(|t| Box::new(t) as Box<dyn BurstSender<u64>>)
+        .collect();
+    let mut rx: Box<dyn BurstReceiver<u64>> = Box::new(rx);
+    for (p, tx) in txs.iter_mut().enumerate() {
+        let sent = tx.send_with(4, &mut |slots| {
+            for (i, s) in slots.iter_mut().enumerate() {
+                *s = (p as u64) << 32 | i as u64;
+            }
+            slots.len()
+        });
+        assert_eq!(sent, Some(4));
+        assert_eq!(tx.outstanding(), 4);
+    }
+    while rx.recv_with(16, &mut |run| {
+        run.iter_mut().for_each(|x| *x |= DONE);
+        run.len()
+    }) > 0
+    {}
+    for (p, tx) in txs.iter_mut().enumerate() {
+        let mut back = Vec::new();
+        let n = tx.take_back_with(16, &mut |run| {
+            back.extend_from_slice(run);
+            run.len()
+        });
+        assert_eq!(n, 4);
+        let want: Vec<u64> = (0..4).map(|i| (p as u64) << 32 | i | DONE).collect();
+        assert_eq!(back, want);
+        assert_eq!(tx.outstanding(), 0);
+    }
+    // A queue whose items never come back takes nothing back.
+    let (mut plain, _rx) = channel::<u64>(1, 16, 4, mem()).unwrap();
+    assert_eq!(send_in_place(&mut plain[0], &[1, 2]), 2);
+    let plain: &mut dyn BurstSender<u64> = &mut plain[0];
+    assert_eq!(plain.take_back_with(8, &mut |_| unreachable!()), 0);
+    assert_eq!(plain.outstanding(), 0);
+}
+
+/// Each producer thread sends in place and takes back (as an RX+TX lcore
+/// does), partly at times; the consumer marks every item it processes
+/// and checks the order. Every item comes back once, marked, in order.
+fn stress_round_trip(producers: usize, depth: usize, burst: usize, sharded_queues: bool) {
+    let per = per_producer() / 4;
+    let (txs, mut rx): (Vec<Producer<u64>>, Box<dyn BurstReceiver<u64>>) = if sharded_queues {
+        let (t, r) = round_trip_sharded::<u64>(producers, depth, burst, mem()).unwrap();
+        (t, Box::new(r))
+    } else {
+        let (t, r) = round_trip::<u64>(producers, depth, burst, mem()).unwrap();
+        (t, Box::new(r))
+    };
+    let total = producers as u64 * u64::from(per);
+    let processed = StdArc::new(AtomicUsize::new(0));
+    let handles: Vec<_> = txs
+        .into_iter()
+        .enumerate()
+        .map(|(p, mut tx)| {
+            thread::spawn(move || {
+                let (mut next, mut back, mut calls) = (0u32, 0u32, 0u32);
+                let mut dog = Watchdog::new();
+                while back < per {
+                    let mut moved = 0;
+                    if next < per {
+                        let want = ((next % 7) as usize + 1).min((per - next) as usize);
+                        let n = tx
+                            .send_with(want, |slots| {
+                                for (i, s) in slots.iter_mut().enumerate() {
+                                    *s = ((p as u64) << 32) | (u64::from(next) + i as u64);
+                                }
+                                slots.len()
+                            })
+                            .unwrap_or(0);
+                        next += n as u32;
+                        moved += n;
+                    }
+                    calls += 1;
+                    let n = tx.take_back_with(burst, |run| {
+                        let k = if calls % 3 == 1 {
+                            run.len().div_ceil(2)
+                        } else {
+                            run.len()
+                        };
+                        for &x in &run[..k] {
+                            assert_eq!(x, DONE | (p as u64) << 32 | u64::from(back));
+                            back += 1;
+                        }
+                        k
+                    });
+                    moved += n;
+                    assert!(tx.outstanding() <= tx.capacity());
+                    dog.tick(moved, "producer stuck: items not coming back");
+                }
+                assert_eq!(tx.outstanding(), 0);
+                tx
+            })
+        })
+        .collect();
+    let mut next = vec![0u64; producers];
+    let mut dog = Watchdog::new();
+    let mut got = 0u64;
+    while got < total {
+        let n = rx.recv_with(burst * 2, &mut |run| {
+            for x in run.iter_mut() {
+                let p = (*x >> 32) as usize;
+                assert_eq!(*x & 0xffff_ffff, next[p], "producer {p} out of order");
+                next[p] += 1;
+                *x |= DONE;
+            }
+            run.len()
+        });
+        got += n as u64;
+        processed.fetch_add(n, O::Relaxed);
+        dog.tick(n, "consumer starved: items lost");
+    }
+    for h in handles {
+        let tx = h.join().unwrap();
+        assert_eq!(tx.free_units(), all_back(&tx), "unit lost");
+    }
+    assert_eq!(processed.load(O::Relaxed) as u64, total);
+    assert!(rx.is_empty());
+}
+
+#[test]
+fn stress_round_trip_one_producer() {
+    stress_round_trip(1, 256, 32, false);
+}
+
+#[test]
+fn stress_round_trip_several_producers_tiny_depth() {
+    stress_round_trip(3, 16, 4, false);
+}
+
+#[test]
+fn stress_round_trip_sharded() {
+    stress_round_trip(3, 64, 8, true);
+}

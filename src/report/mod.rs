@@ -119,6 +119,7 @@ impl<'a> Final<'a> {
             backend: plan.handoff.backend.name(),
             topology: plan.handoff.topology.name(),
             handoff: plan.handoff.mode.name(),
+            round_trip: plan.round_trip(),
             on_full: plan.stages.on_full.name(),
             burst: plan.burst,
             handoff_batch: plan.handoff.batch,

@@ -442,8 +442,12 @@ pub struct ClassReport {
 pub struct Report {
     pub backend: &'static str,
     pub topology: &'static str,
-    /// `--handoff`: "zero-copy" or "copy".
+    /// `--handoff`: "round-trip", "zero-copy" or "copy".
     pub handoff: &'static str,
+    /// The worker hands each unit back to the RX lcore that filled it,
+    /// which transmits from it (`--handoff round-trip` where the layout
+    /// allows; otherwise round-trip works as zero-copy).
+    pub round_trip: bool,
     pub on_full: &'static str,
     pub burst: u16,
     /// `--handoff-batch`: packets per hand-off batch.
@@ -523,13 +527,18 @@ impl Report {
     pub fn summary(&self) -> String {
         let mut s = String::new();
         s.push_str(&format!(
-            "tqfwd summary: backend {} topology {} burst {} depth {} on-full {} handoff {} batch {}\n",
+            "tqfwd summary: backend {} topology {} burst {} depth {} on-full {} handoff {}{} batch {}\n",
             self.backend,
             self.topology,
             self.burst,
             self.depth,
             self.on_full,
             self.handoff,
+            if self.handoff == "round-trip" && !self.round_trip {
+                " (as zero-copy)"
+            } else {
+                ""
+            },
             self.handoff_batch
         ));
         s.push_str(&format!(

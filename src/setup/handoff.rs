@@ -148,6 +148,26 @@ pub struct QueueSpec {
     pub depth: usize,
     /// Packets per transfer unit (`--handoff-batch`).
     pub burst: usize,
+    /// Round trip (`Plan::round_trip`): the RX→worker TransferQueues hand
+    /// their packets back to the RX lcores, and there is no worker→TX
+    /// queue ([`Link::none`]).
+    pub round_trip: bool,
+}
+
+impl Link {
+    /// No queues: `producers` producers with no way to any consumer, and
+    /// `consumers` consumers with no input (round trip: the worker→TX
+    /// link).
+    pub fn none(producers: usize, consumers: usize) -> Link {
+        Link {
+            senders: (0..producers).map(|_| Vec::new()).collect(),
+            inputs: (0..consumers)
+                .map(|_| PacketInputs::new(Vec::new()))
+                .collect(),
+            capacity: 0,
+            probes: Vec::new(),
+        }
+    }
 }
 
 /// Builds the queues from `producers` producers to consumers on the given
@@ -234,6 +254,7 @@ fn build_queue(
                 spec.depth,
                 spec.burst,
                 Arc::new(SocketMemory { socket }),
+                spec.round_trip,
             )
             .map_err(|e| queue_error(label, c, e))?;
             let capacity = queue::items_per_producer(producers, spec.depth) * producers;
@@ -251,7 +272,7 @@ fn build_queue(
                 spec.depth as u32,
                 socket,
                 producers,
-                spec.handoff == Handoff::ZeroCopy,
+                spec.handoff != Handoff::Copy,
             )
             .map_err(ring_error)?;
             (txs, rx, probe, spec.depth)

@@ -3,7 +3,7 @@
 //! what does: the largest `--depth` that fits (found by halving), or
 //! `--mbufs`.
 
-use super::handoff::{build_link, HandoffError, Links, OutOfMemory, QueueSpec};
+use super::handoff::{build_link, HandoffError, Link, Links, OutOfMemory, QueueSpec};
 use crate::config::{Machine, Plan, PlanError};
 use crate::dpdk::{DpdkError, Mempool};
 
@@ -108,9 +108,14 @@ fn allocate_depth(
         handoff: plan.handoff.mode,
         depth,
         burst: plan.handoff.batch as usize,
+        round_trip: plan.round_trip(),
     };
     let rx = build_link("rw", spec, plan.rx_stages.len(), &sockets(&plan.workers))?;
-    let tx = build_link("wt", spec, plan.workers.len(), &sockets(&plan.layout.tx))?;
+    let tx = if spec.round_trip {
+        Link::none(plan.workers.len(), plan.layout.tx.len())
+    } else {
+        build_link("wt", spec, plan.workers.len(), &sockets(&plan.layout.tx))?
+    };
     let queued = rx.capacity + tx.capacity;
     let mut pools = Vec::new();
     for sizing in &plan.pools {
