@@ -242,7 +242,8 @@ class Runner:
 
     def tqfwd_cmd(self, c: Cfg, seconds: float, json_path: str, stats_interval: float = 1) -> list[str]:
         lcores, role_args, _ = LAYOUTS[c.layout]
-        backend, handoff = ("ring", "copy") if c.contender == "ring-copy" else (c.contender, "zero-copy")
+        backend, handoff = {"ring-copy": ("ring", "copy"), "ring": ("ring", "zero-copy")}.get(
+            c.contender, (c.contender, "round-trip"))
         app = ["--backend", backend, "--handoff", handoff, "--topology", c.topology, "--burst", str(c.burst),
                "--depth", str(c.depth), "--on-full", c.on_full, "--worker-cycles", str(c.worker_cycles),
                "--duration", str(seconds), "--stats-interval", str(stats_interval),

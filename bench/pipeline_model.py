@@ -11,8 +11,10 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass
 
-# tq and ring: tqfwd's two backends as it runs by default (--handoff
-# zero-copy: rte_ring through DPDK's zero-copy ring API); ring-copy: the
+# tq and ring: tqfwd's two backends as it runs by default (tq: --handoff
+# round-trip, which works as zero-copy where the layout does not allow a
+# round trip; ring: --handoff zero-copy, rte_ring through DPDK's
+# zero-copy ring API, the ring at its best); ring-copy: the
 # ring through per-stage bursts (rte_ring_enqueue_burst/dequeue_burst, as
 # most DPDK applications use it), at the points every contender runs.
 CONTENDERS = ["tq", "ring", "ring-copy", "testpmd-mac", "testpmd-io"]
