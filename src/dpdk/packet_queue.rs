@@ -76,6 +76,7 @@ impl PacketSender {
         mut now: impl FnMut() -> u64,
     ) -> Option<usize> {
         let burst = burst.clamp(1, queue::MAX_BURST);
+        let port = queue.port_id();
         self.0.send_with(max, &mut |slots: &mut [RawPacket]| {
             // The slots were last read on the consumer's core: ask for all
             // their lines at once, and let the PMD write its burst into an
@@ -97,7 +98,7 @@ impl PacketSender {
                     let m = unsafe {
                         MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(*local.add(k))))
                     };
-                    *slot = Packet::from_rx(m).into_raw();
+                    *slot = Packet::from_rx(m, port).into_raw();
                 }
                 n += got;
                 if got < want {
@@ -251,26 +252,26 @@ impl PacketInputs {
     }
 
     /// Zero-copy TX: the next run of waiting packets (one input, up to
-    /// `max`) that share an input port (so one output port) is shown to
-    /// `each` (latency samples), copied out as bare mbufs into the scratch
-    /// run (the slots are only read, see `Scratch`), and lent to
+    /// `max`) that share an input port (so one output port) has its
+    /// latency samples shown to `sample`, is copied out as bare mbufs into
+    /// the scratch run (the slots are only read, see `Scratch`), and lent to
     /// `tx(input port, run)`, which hands a prefix to the PMD
     /// ([`TxRun::tx_burst`]) or frees it ([`TxRun::free_rest`]). What the run
     /// still holds then stays in the input, first in line, as the packets
-    /// its slots still hold (no longer marked as samples: `each` has seen
+    /// its slots still hold (no longer marked as samples: `sample` has seen
     /// them). Returns how many left the input (sent or freed).
     #[inline]
     pub fn transmit(
         &mut self,
         max: usize,
-        mut each: impl FnMut(&Packet),
+        mut sample: impl FnMut(&Packet),
         mut tx: impl FnMut(u16, &mut TxRun<'_>),
     ) -> usize {
         let mbufs = &mut self.1 .0;
         let max = max.min(mbufs.len());
         self.0.first(|input| {
             input.0.recv_with(max, &mut |slots: &mut [RawPacket]| {
-                transmit_slots(mbufs, slots, &mut each, &mut tx).0
+                transmit_slots(mbufs, slots, &mut sample, &mut tx).0
             })
         })
     }
@@ -285,14 +286,14 @@ impl PacketInputs {
         &mut self,
         from: &mut PacketSender,
         max: usize,
-        mut each: impl FnMut(&Packet),
+        mut sample: impl FnMut(&Packet),
         mut tx: impl FnMut(u16, &mut TxRun<'_>),
     ) -> (usize, usize) {
         let mbufs = &mut self.1 .0;
         let max = max.min(mbufs.len());
         let mut packets = 0;
         let slots = from.0.take_back_with(max, &mut |slots: &mut [RawPacket]| {
-            let (left, sent) = transmit_slots(mbufs, slots, &mut each, &mut tx);
+            let (left, sent) = transmit_slots(mbufs, slots, &mut sample, &mut tx);
             packets = sent;
             left
         });
@@ -343,17 +344,20 @@ impl PacketInputs {
     }
 }
 
+// A run's sample indices are bytes (`transmit_slots`).
+const _: () = assert!(queue::MAX_BURST <= 256);
+
 /// The TX pass over lent `slots` ([`PacketInputs::transmit`],
 /// [`PacketInputs::transmit_returned`]): leading empty slots (packets a
 /// worker freed, round trip only) are passed over; then the run of packets
-/// bound for one port is gathered in `mbufs` and lent to `tx`. Returns
-/// (slots that left, packets among them sent or freed); what is left stays
-/// in the slots.
+/// bound for one port is gathered in `mbufs`, its latency samples are
+/// shown to `sample`, and it is lent to `tx`. Returns (slots that left,
+/// packets among them sent or freed); what is left stays in the slots.
 #[inline(always)]
 fn transmit_slots(
     mbufs: &mut [RawPacket; queue::MAX_BURST],
     slots: &mut [RawPacket],
-    each: &mut impl FnMut(&Packet),
+    sample: &mut impl FnMut(&Packet),
     tx: &mut impl FnMut(u16, &mut TxRun<'_>),
 ) -> (usize, usize) {
     let skip = slots.iter().take_while(|r| **r == RawPacket::EMPTY).count();
@@ -364,8 +368,14 @@ fn transmit_slots(
     // SAFETY: a view of the first lent packet, to read its port: the slot
     // keeps it (handles have no destructor).
     let port = unsafe { Packet::from_raw(slots[0]) }.port();
+    // Where the run's latency samples are (their stamps are read once the
+    // whole run's headers have been asked for), written for every packet
+    // and kept by the count: no branch on the sample mark.
+    let mut samples = MaybeUninit::<[u8; queue::MAX_BURST]>::uninit();
+    let samples = samples.as_mut_ptr() as *mut u8;
+    let mut n_samples = 0;
     let mut run = 0;
-    for &raw in slots.iter() {
+    for &raw in slots.iter().take(queue::MAX_BURST) {
         if raw == RawPacket::EMPTY {
             break;
         }
@@ -379,9 +389,20 @@ fn transmit_slots(
         // The PMD reads the header to free the mbuf once sent; RX last
         // touched it a queue's worth of packets ago.
         p.prefetch_header();
-        each(&p);
+        // SAFETY: n_samples <= run < MAX_BURST (the loop takes at most
+        // MAX_BURST slots): inside the array.
+        unsafe { samples.add(n_samples).write(run as u8) };
+        n_samples += usize::from(p.is_sampled());
         mbufs[run] = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
         run += 1;
+    }
+    for k in 0..n_samples {
+        // SAFETY: entries below n_samples were written above, each the
+        // index (< run) of a sampled packet of this run.
+        let i = usize::from(unsafe { samples.add(k).read() });
+        // SAFETY: a view of a packet slot i still holds (the run has not
+        // been lent to `tx` yet).
+        sample(&unsafe { Packet::from_raw(slots[i]) });
     }
     let mut r = TxRun {
         mbufs: &mut mbufs[..run],

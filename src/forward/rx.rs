@@ -189,10 +189,11 @@ impl RxStage {
     /// Moves the received burst into the worker buckets: each mbuf becomes
     /// a [`Packet`] (header facts read once, while hot; 1-in-N stamped with
     /// `now` under `--latency`) and goes to its flow's worker (of its
-    /// class, with `--class`). `dedicated`: the class whose rte_flow queue
-    /// the burst came from (0: a normal queue).
+    /// class, with `--class`). `port`: the port whose queue it came from;
+    /// `dedicated`: the class whose rte_flow queue the burst came from (0:
+    /// a normal queue).
     #[inline(always)]
-    fn spread(&mut self, dedicated: u8, now: u64) {
+    fn spread(&mut self, port: u16, dedicated: u8, now: u64) {
         // The header is hot here: read what later stages need into the
         // Packet once (they never touch the header), stamp samples (the
         // burst's k-th packet is one when k == next).
@@ -206,7 +207,7 @@ impl RxStage {
         // them are copied here (see Packet::head).
         let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
         let mut to_packet = |m: dpdk::MbufPtr| {
-            let mut p = Packet::from_rx(m);
+            let mut p = Packet::from_rx(m, port);
             if k == next {
                 if let Some(field) = field {
                     p.stamp(field, now);
@@ -376,7 +377,7 @@ impl RxStage {
             if self.sampling.is_some() && rx_now == 0 {
                 rx_now = dpdk::rdtsc_inline();
             }
-            self.spread(class, rx_now);
+            self.spread(port, class, rx_now);
             if allowance == 0 {
                 break;
             }

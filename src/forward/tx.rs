@@ -283,14 +283,12 @@ impl TxStage {
             // run, not per round: a later run's unit may have been filled
             // after this run's reading.
             let mut now = 0u64;
-            let each = |p: &Packet| {
+            let sample = |p: &Packet| {
                 if let Some((field, hist)) = latency.as_mut() {
-                    if p.is_sampled() {
-                        if now == 0 {
-                            now = dpdk::rdtsc_inline();
-                        }
-                        hist.record_since(now, p.field(*field));
+                    if now == 0 {
+                        now = dpdk::rdtsc_inline();
                     }
+                    hist.record_since(now, p.field(*field));
                 }
             };
             let tx = |in_port: u16, run: &mut TxRun<'_>| {
@@ -330,9 +328,9 @@ impl TxStage {
                 }
             };
             let (left, sent) = match returns.as_deref_mut() {
-                Some(from) => inputs.transmit_returned(from, pass - total, each, tx),
+                Some(from) => inputs.transmit_returned(from, pass - total, sample, tx),
                 None => {
-                    let n = inputs.transmit(pass - total, each, tx);
+                    let n = inputs.transmit(pass - total, sample, tx);
                     (n, n)
                 }
             };

@@ -67,24 +67,27 @@ impl Packet {
     const PORT_SHIFT: u32 = 59;
     const PORT_MAX: u64 = (1 << 5) - 1;
 
-    /// Reads the header facts of a freshly received mbuf (on the RX lcore).
+    /// Reads the header facts of a freshly received mbuf (on the RX lcore)
+    /// that arrived on `port` (the polled queue's port, which the PMD also
+    /// writes into the header: a burst's packets share it, so the caller
+    /// passes it and the header's copy is not read).
     ///
     /// Panics if the mbuf's address does not fit the packet word (not
     /// 64-byte aligned, or above 2^47): never for an mbuf of tqfwd's pools,
     /// which are checked when created.
     #[inline]
-    pub fn from_rx(m: MbufPtr) -> Packet {
+    pub fn from_rx(m: MbufPtr, port: u16) -> Packet {
         let addr = m.raw() as u64;
         if addr & !PACKET_ADDR_MASK != 0 {
             unfit_address(addr);
         }
+        let port = u64::from(port);
         // SAFETY: live owned mbuf; plain field reads.
-        let (start, len, port, segs) = unsafe {
+        let (start, len, segs) = unsafe {
             let h = &*m.raw();
             (
                 (h.buf_addr as usize).wrapping_add(h.data_off as usize),
                 u64::from(h.data_len),
-                u64::from(h.port),
                 h.nb_segs,
             )
         };

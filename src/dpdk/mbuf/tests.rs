@@ -45,7 +45,7 @@ fn bursts_move_handles_in_order() {
     let mut b: Burst<Packet> = Burst::new();
     let mut out: Burst<Packet> = Burst::new();
     for f in fakes.iter_mut() {
-        assert!(b.push_or_free(Packet::from_rx(handle(f))));
+        assert!(b.push_or_free(Packet::from_rx(handle(f), f.hdr.port)));
     }
     assert_eq!(b.len(), 4);
     b.consume_front(1);
@@ -66,7 +66,7 @@ fn bursts_move_handles_in_order() {
 fn packet_reads_frame_without_header_when_offset_fits() {
     let headroom = STD_FRAME_OFFSET - std::mem::size_of::<sys::rte_mbuf>();
     let mut f = fake(headroom as u16, 60, 3);
-    let mut p = Packet::from_rx(handle(&mut f));
+    let mut p = Packet::from_rx(handle(&mut f), f.hdr.port);
     assert!(!p.is_far() && !p.is_multi_seg());
     assert_eq!((p.port(), p.len(), p.pkt_len()), (3, 60, 60));
     assert_eq!(p.data(), &f.room[headroom..headroom + 60]);
@@ -107,7 +107,7 @@ fn packet_word_holds_the_largest_length_and_port() {
         b.hdr.data_len = len;
         b.hdr.port = port;
         b.hdr.nb_segs = 1;
-        let mut p = Packet::from_rx(mb(&mut b.hdr));
+        let mut p = Packet::from_rx(mb(&mut b.hdr), port);
         p.set_sampled();
         assert_eq!(p.is_far(), far, "len {len} port {port}");
         assert_eq!((p.len(), p.port()), (len as usize, port), "far {far}");
@@ -145,7 +145,7 @@ fn packet_falls_back_to_header_for_far_or_preceding_buffers() {
         (a.after[80_000..].as_mut_ptr(), 1),
     ] {
         a.hdr.buf_addr = buf as *mut std::ffi::c_void;
-        let p = Packet::from_rx(mb(&mut a.hdr));
+        let p = Packet::from_rx(mb(&mut a.hdr), 5);
         assert!(p.is_far());
         let want: Vec<u8> = if expect == 0 {
             a.before[10..30].to_vec()
@@ -207,7 +207,7 @@ fn chain_head_is_copied_only_when_the_first_segment_is_short() {
     // the UDP header, the parse head; and one long enough.
     for first in [1, 10, 13, 20, 40, 100, 127, 128, 300] {
         let mut segs = chain(&frame, (first, 100));
-        let p = Packet::from_rx(mb(&mut segs[0].hdr));
+        let p = Packet::from_rx(mb(&mut segs[0].hdr), segs[0].hdr.port);
         assert!(p.is_multi_seg());
         assert_eq!((p.len(), p.pkt_len()), (first, frame.len()));
         let mut scratch = [0u8; PARSE_HEAD_LEN];
@@ -224,13 +224,13 @@ fn chain_head_is_copied_only_when_the_first_segment_is_short() {
     let small = &frame[..90];
     let mut segs = chain(small, (5, 30));
     segs[0].hdr.pkt_len = 90;
-    let p = Packet::from_rx(mb(&mut segs[0].hdr));
+    let p = Packet::from_rx(mb(&mut segs[0].hdr), segs[0].hdr.port);
     let mut scratch = [0u8; PARSE_HEAD_LEN];
     let (head, len) = p.head(&mut scratch);
     assert_eq!((head, len), (small, 90));
     // A single segment is never copied.
     let mut f = fake(0, 300, 0);
-    let p = Packet::from_rx(handle(&mut f));
+    let p = Packet::from_rx(handle(&mut f), f.hdr.port);
     assert!(!p.is_multi_seg());
     assert_eq!(p.pkt_len(), 300);
     let (head, len) = p.head(&mut scratch);
@@ -241,7 +241,7 @@ fn chain_head_is_copied_only_when_the_first_segment_is_short() {
 fn writes_across_segments() {
     let frame = udp_436();
     let mut segs = chain(&frame, (4, 5));
-    let mut p = Packet::from_rx(mb(&mut segs[0].hdr));
+    let mut p = Packet::from_rx(mb(&mut segs[0].hdr), segs[0].hdr.port);
     let macs: Vec<u8> = (0xa0..0xac).collect();
     assert!(p.write_at(0, &macs[..6]));
     assert!(p.write_at(6, &macs[6..]));
@@ -259,7 +259,7 @@ fn writes_across_segments() {
     assert!(p.write_at(frame.len() - 4, &[0xff; 4]));
     // A single segment never writes past its data.
     let mut f = fake(0, 20, 0);
-    let mut p = Packet::from_rx(handle(&mut f));
+    let mut p = Packet::from_rx(handle(&mut f), f.hdr.port);
     assert!(!p.write_at(18, &[1, 2, 3]));
     assert!(p.write_at(17, &[1, 2, 3]));
     assert_eq!(&f.room[17..21], &[1, 2, 3, 20]);
