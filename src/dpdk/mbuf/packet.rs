@@ -93,27 +93,23 @@ impl Packet {
         };
         // Runs for every received frame: the usual one (one segment, the
         // frame where the pools put it, a short length, a low port) takes
-        // one branch on the four tests combined with a bitwise `&`; the
-        // rest, and the panic, are out of line.
-        let usual = (start.wrapping_sub(addr as usize) == STD_FRAME_OFFSET)
+        // one branch on the tests combined with a bitwise `&`; the rest,
+        // and the panic, are out of line.
+        let fits = (start.wrapping_sub(addr as usize) == STD_FRAME_OFFSET)
             & (len <= Self::LEN_MAX)
-            & (port <= Self::PORT_MAX)
-            & (segs == 1);
-        if usual {
+            & (port <= Self::PORT_MAX);
+        if fits & (segs == 1) {
             return Packet(RawPacket(
                 addr | len << Self::LEN_SHIFT | port << Self::PORT_SHIFT,
             ));
         }
-        Self::from_rx_unusual(addr, start, len, port, segs)
+        Self::from_rx_unusual(addr, fits, len, port, segs)
     }
 
     /// [`from_rx`](Self::from_rx) for a chain, or a frame whose start,
-    /// length or port does not fit the word (`FAR`).
+    /// length or port does not fit the word (`!fits`: `FAR`).
     #[inline(never)]
-    fn from_rx_unusual(addr: u64, start: usize, len: u64, port: u64, segs: u16) -> Packet {
-        let fits = (start.wrapping_sub(addr as usize) == STD_FRAME_OFFSET)
-            & (len <= Self::LEN_MAX)
-            & (port <= Self::PORT_MAX);
+    fn from_rx_unusual(addr: u64, fits: bool, len: u64, port: u64, segs: u16) -> Packet {
         let facts = if fits {
             len << Self::LEN_SHIFT | port << Self::PORT_SHIFT
         } else {
