@@ -206,6 +206,49 @@ sampler() {
     done
 }
 
+# wait_helpers N: returns once every helper ($helpers) is gone, or after
+# N tenths of a second.
+wait_helpers() {
+    local i h alive
+    for ((i = 0; i < $1; i++)); do
+        alive=no
+        for h in "${helpers[@]}"; do kill -0 "$h" 2>/dev/null && alive=yes; done
+        [ "$alive" = no ] && return 0
+        pause 0.1
+    done
+}
+
+# end_helpers: after the stop file, the helpers ($helpers) end, or are
+# made to. They see the stop file within a few seconds. One whose child
+# the kernel is slow to reap (a clean-clone CI run saw a dpdk-dumpcap's
+# `timeout` sit ~100 s in wait4, in shrink_dcache_parent) must not hold
+# the phase: after 30 s it is killed, said in helpers.txt, and tqfwd is
+# stopped and judged as usual. A process SIGKILLed in the kernel's exit
+# path can take minutes to go (a clean-clone CI run: the dumpcap helper
+# still running 5 min after its SIGKILL, and an unbounded `wait` holding
+# the phase): 10 s more at most, then it is left behind, said in
+# helpers.txt. It holds no pipe of the caller (helpers print to
+# helpers.log), so nothing downstream waits for it.
+end_helpers() {
+    local h
+    wait_helpers 300
+    for h in "${helpers[@]}"; do
+        if kill -0 "$h" 2>/dev/null; then
+            echo "helper $h still running 30 s after the stop: killed (with its children)" >>"$out/helpers.txt"
+            pkill -KILL -P "$h" 2>/dev/null || true
+            kill -KILL "$h" 2>/dev/null || true
+        fi
+    done
+    wait_helpers 100
+    for h in "${helpers[@]}"; do
+        if kill -0 "$h" 2>/dev/null; then
+            echo "helper $h not gone 10 s after its SIGKILL: left behind (state $(awk '{print $3}' "/proc/$h/stat" 2>/dev/null || echo '?'))" >>"$out/helpers.txt"
+        else
+            wait "$h" 2>/dev/null || true
+        fi
+    done
+}
+
 # Waits for the first answered scrape (tqfwd forwarding).
 wait_metrics() {
     for _ in $(seq 300); do
@@ -293,37 +336,22 @@ pid=$!
 trap 'touch "$out/stop"; kill -INT $pid 2>/dev/null || true' INT TERM
 wait_metrics || { echo "soak: tqfwd did not start:"; tail -n 20 "$out/tqfwd.log"; exit 1; }
 t0=$(date +%s)
-sampler &
+# The helpers write their own files; what else they print goes to
+# helpers.log, so that none holds this script's stdout, a pipe of its
+# caller (see the end of the phase).
+sampler >>"$out/helpers.log" 2>&1 &
 helpers=($!)
-scraper & helpers+=($!)
-port_cycler & helpers+=($!)
-usr1 & helpers+=($!)
+scraper >>"$out/helpers.log" 2>&1 & helpers+=($!)
+port_cycler >>"$out/helpers.log" 2>&1 & helpers+=($!)
+usr1 >>"$out/helpers.log" 2>&1 & helpers+=($!)
 if command -v dpdk-dumpcap >/dev/null && [ "$huge" = yes ]; then
-    dumpcapper & helpers+=($!)
+    dumpcapper >>"$out/helpers.log" 2>&1 & helpers+=($!)
 else
     echo "soak: dpdk-dumpcap skipped (not installed, or no huge pages for a secondary)" | tee "$out/dumpcap.txt"
 fi
 while [ $(($(date +%s) - t0)) -lt "$phase_secs" ] && kill -0 "$pid" 2>/dev/null; do pause 1; done
 touch "$out/stop"
-# The helpers see the stop file within a few seconds. One whose child the
-# kernel is slow to reap (a clean-clone CI run saw a dpdk-dumpcap's
-# `timeout` sit ~100 s in wait4, in shrink_dcache_parent) must not hold
-# the phase: after 30 s it is killed, said in helpers.txt, and tqfwd is
-# stopped and judged as usual.
-for _ in $(seq 300); do
-    alive=no
-    for h in "${helpers[@]}"; do kill -0 "$h" 2>/dev/null && alive=yes; done
-    [ "$alive" = no ] && break
-    pause 0.1
-done
-for h in "${helpers[@]}"; do
-    if kill -0 "$h" 2>/dev/null; then
-        echo "helper $h still running 30 s after the stop: killed (with its children)" >>"$out/helpers.txt"
-        pkill -KILL -P "$h" 2>/dev/null || true
-        kill -KILL "$h" 2>/dev/null || true
-    fi
-done
-wait "${helpers[@]}" 2>/dev/null || true
+end_helpers
 kill -INT "$pid" 2>/dev/null || true
 set +e
 wait "$pid"
@@ -381,11 +409,11 @@ if [ "$memif_secs" -gt 0 ]; then
     gen=$(testpmd gen "$gsock" 0 --forward-mode=txonly --txpkts=64)
     wait_metrics || { echo "soak: tqfwd (memif) did not start:"; tail -n 20 "$out/tqfwd.log"; exit 1; }
     t0=$(date +%s)
-    sampler &
+    sampler >>"$out/helpers.log" 2>&1 &
     helpers=($!)
-    scraper & helpers+=($!)
-    clearer & helpers+=($!)
-    usr1 & helpers+=($!)
+    scraper >>"$out/helpers.log" 2>&1 & helpers+=($!)
+    clearer >>"$out/helpers.log" 2>&1 & helpers+=($!)
+    usr1 >>"$out/helpers.log" 2>&1 & helpers+=($!)
     restarts=0
     while [ $(($(date +%s) - t0)) -lt "$phase_secs" ] && kill -0 "$pid" 2>/dev/null; do
         pause 10
@@ -402,7 +430,7 @@ if [ "$memif_secs" -gt 0 ]; then
         restarts=$((restarts + 1))
     done
     touch "$out/stop"
-    wait "${helpers[@]}" 2>/dev/null || true
+    end_helpers
     # The generator first, then tqfwd (drains), then the sink.
     kill -INT "$gen" 2>/dev/null || true
     wait "$gen" 2>/dev/null || true
@@ -418,6 +446,7 @@ if [ "$memif_secs" -gt 0 ]; then
     [ "$restarts" -gt 0 ] && check OK "$restarts testpmd peer restarts (SIGINT, start again)" || check FAIL "no testpmd peer restart"
     ups=$(grep -c 'link up' "$out/tqfwd.log" || true)
     echo "        tqfwd logged $ups link-up events"
+    [ -s "$out/helpers.txt" ] && sed 's/^/        /' "$out/helpers.txt"
 fi
 
 if [ "$fail" -ne 0 ]; then
