@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Alternated A/B of tqfwd builds or options on two net_null ports.
 
-    bench/ab.py [--pairs N] [--seconds S] [--lcores 0-1] [--pcap FILE]
+    bench/ab.py [--pairs N] [--seconds S] [--lcores 0-1] [--pcap FILE [--pcap-queues N]]
                 NAME=BINARY[:OPTIONS] NAME=BINARY[:OPTIONS] ...
 
 Each round runs every contender once, back to back, rotating which goes
@@ -52,10 +52,11 @@ def eal_memory():
 
 def run(binary, opts, a, seq, tmp):
     j = os.path.join(tmp, f"r{seq}.json")
-    ports = ([f"--vdev=net_pcap0,rx_pcap={a.pcap},infinite_rx=1",
-              f"--vdev=net_pcap1,rx_pcap={a.pcap},infinite_rx=1"] if a.pcap else
+    rx = ",".join([f"rx_pcap={a.pcap}"] * a.pcap_queues)
+    ports = ([f"--vdev=net_pcap0,{rx},infinite_rx=1",
+              f"--vdev=net_pcap1,{rx},infinite_rx=1"] if a.pcap else
              ["--vdev=net_null0,size=64", "--vdev=net_null1,size=64"])
-    extra = ["--mbufs", "32768"] if a.pcap else []
+    extra = ["--mbufs", str(32768 * a.pcap_queues)] if a.pcap else []
     cmd = [binary, "-l", a.lcores, "--no-pci", *eal_memory(), "--file-prefix", f"ab{os.getpid()}-{seq}",
            *ports, "--", "--duration", str(a.seconds + 1), "--stats-interval", "1",
            "--stats-json", j, *extra, *opts]
@@ -87,6 +88,8 @@ def main():
     ap.add_argument("--seconds", type=int, default=2, help="measured seconds per run (default 2)")
     ap.add_argument("--lcores", default="0-1")
     ap.add_argument("--pcap", help="replay this pcap on both ports (net_pcap, infinite_rx) instead of net_null")
+    ap.add_argument("--pcap-queues", type=int, default=1,
+                    help="RX queues per net_pcap port, each replaying the pcap (one per RX lcore)")
     ap.add_argument("contenders", nargs="+", help="NAME=BINARY[:OPTIONS]")
     a = ap.parse_args()
     cs = []

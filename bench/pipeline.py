@@ -55,6 +55,9 @@ LAYOUTS = {
     "one-lcore": ("0", [], "all on one lcore (-l 0)"),
 }
 
+# RX queues per port a layout needs (one per RX lcore).
+LAYOUT_RX_QUEUES = {"all|all": 2}
+
 
 def round_plan(cfgs: list[Cfg], quick: bool) -> list[Cfg]:
     """One round's run order. Full mode runs the net_null default point, its
@@ -147,8 +150,13 @@ def build_configs(quick: bool, only=CONTENDERS) -> list[Cfg]:
     point("null", "topology shared", who=tr, topology="shared")
     for w in (100, 500):
         point("null", f"worker-cycles {w}", who=tr, worker_cycles=w)
-    for lay in ("rx|worker+tx", "rx+worker|tx", "all|all", "one-lcore"):
+    for lay in ("rx|worker+tx", "rx+worker|tx", "one-lcore"):
         point("null", f"layout {lay}", who=tr, layout=lay)
+    # Two workers, so the spread of flows over them decides the row: net_null
+    # frames carry no flows (each keeps the MACs of the port it last left by,
+    # so the spread settles at random, and both backends drew ~27 or ~37 Mpps
+    # run by run); the pcap's 1024 flows spread alike every run.
+    point("pcap", "layout all|all", who=tr, layout="all|all")
     return cfgs
 
 
@@ -229,16 +237,17 @@ class Runner:
         self.seq = 0
         self.tmp = os.path.dirname(args.tqfwd)
 
-    def vdevs(self, traffic: str) -> list[str]:
+    def vdevs(self, traffic: str, rx_queues: int = 1) -> list[str]:
         if traffic == "null":
             return ["--vdev=net_null0,size=64", "--vdev=net_null1,size=64"]
-        p = self.a.pcap
-        return [f"--vdev=net_pcap0,rx_pcap={p},infinite_rx=1", f"--vdev=net_pcap1,rx_pcap={p},infinite_rx=1"]
+        # net_pcap: one RX queue per rx_pcap argument, each replaying the file.
+        rx = ",".join([f"rx_pcap={self.a.pcap}"] * rx_queues)
+        return [f"--vdev=net_pcap0,{rx},infinite_rx=1", f"--vdev=net_pcap1,{rx},infinite_rx=1"]
 
-    def eal(self, lcores: str, traffic: str) -> list[str]:
+    def eal(self, lcores: str, traffic: str, rx_queues: int = 1) -> list[str]:
         self.seq += 1
         return ["-l", lcores, "--no-pci", *self.mem, "--file-prefix", f"tqpb{os.getpid()}-{self.seq}",
-                *self.vdevs(traffic)]
+                *self.vdevs(traffic, rx_queues)]
 
     def tqfwd_cmd(self, c: Cfg, seconds: float, json_path: str, stats_interval: float = 1) -> list[str]:
         lcores, role_args, _ = LAYOUTS[c.layout]
@@ -252,12 +261,13 @@ class Runner:
             app += ["--latency", "--latency-sample", str(LATENCY_SAMPLE)]
         if c.rx_rate is not None:
             app += ["--rx-rate", f"{c.rx_rate:.3f}"]
+        rx_queues = LAYOUT_RX_QUEUES.get(c.layout, 1)
         if c.traffic == "pcap":
-            # net_pcap's infinite_rx keeps the file's 8192 frames per port in
-            # mbufs of the port's pool: the default pool (sized for
-            # descriptors + queues) is too small for that.
-            app += ["--mbufs", str(PCAP_MBUFS)]
-        return [self.a.tqfwd, *self.eal(lcores, c.traffic), "--", *app]
+            # net_pcap's infinite_rx keeps the file's 8192 frames per port
+            # and RX queue in mbufs of the port's pool: the default pool
+            # (sized for descriptors + queues) is too small for that.
+            app += ["--mbufs", str(PCAP_MBUFS * rx_queues)]
+        return [self.a.tqfwd, *self.eal(lcores, c.traffic, rx_queues), "--", *app]
 
     def testpmd_cmd(self, c: Cfg) -> list[str]:
         mode = c.contender.split("-")[1]
