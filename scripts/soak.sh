@@ -220,15 +220,13 @@ wait_helpers() {
 
 # end_helpers: after the stop file, the helpers ($helpers) end, or are
 # made to. They see the stop file within a few seconds. One whose child
-# the kernel is slow to reap (a clean-clone CI run saw a dpdk-dumpcap's
-# `timeout` sit ~100 s in wait4, in shrink_dcache_parent) must not hold
-# the phase: after 30 s it is killed, said in helpers.txt, and tqfwd is
-# stopped and judged as usual. A process SIGKILLed in the kernel's exit
-# path can take minutes to go (a clean-clone CI run: the dumpcap helper
-# still running 5 min after its SIGKILL, and an unbounded `wait` holding
-# the phase): 10 s more at most, then it is left behind, said in
-# helpers.txt. It holds no pipe of the caller (helpers print to
-# helpers.log), so nothing downstream waits for it.
+# the kernel is slow to reap (a `timeout` of dpdk-dumpcap can sit in
+# wait4, in shrink_dcache_parent, for minutes) must not hold the phase:
+# after 30 s it is killed, said in helpers.txt, and tqfwd is stopped and
+# judged as usual. A process SIGKILLed in the kernel's exit path can
+# itself take minutes to go: it gets 10 s more at most, then it is left
+# behind, said in helpers.txt. It holds no pipe of the caller (helpers
+# print to helpers.log), so nothing downstream waits for it.
 end_helpers() {
     local h
     wait_helpers 300
@@ -338,7 +336,7 @@ wait_metrics || { echo "soak: tqfwd did not start:"; tail -n 20 "$out/tqfwd.log"
 t0=$(date +%s)
 # The helpers write their own files; what else they print goes to
 # helpers.log, so that none holds this script's stdout, a pipe of its
-# caller (see the end of the phase).
+# caller (see end_helpers).
 sampler >>"$out/helpers.log" 2>&1 &
 helpers=($!)
 scraper >>"$out/helpers.log" 2>&1 & helpers+=($!)
