@@ -92,6 +92,8 @@ def main():
                     help="RX queues per net_pcap port, each replaying the pcap (one per RX lcore)")
     ap.add_argument("contenders", nargs="+", help="NAME=BINARY[:OPTIONS]")
     a = ap.parse_args()
+    if a.pcap_queues < 1:
+        sys.exit("ab: --pcap-queues must be 1 or more (RX queues per net_pcap port)")
     cs = []
     for c in a.contenders:
         name, _, rest = c.partition("=")
