@@ -123,7 +123,21 @@ fn write_report(report: &Report, stats_json: Option<&mut OutputFile>) -> Result<
     Ok(())
 }
 
+/// A panic anywhere ends the process at once, as `panic = "abort"` would:
+/// an lcore, the metrics server or a signal thread that died alone would
+/// leave a forwarder whose accounting no longer holds. (The release
+/// profile keeps unwinding so that the tests, which need it, share one
+/// build of the dependencies with the binaries.)
+fn abort_on_panic() {
+    let report = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        report(info);
+        std::process::abort();
+    }));
+}
+
 fn main() -> ExitCode {
+    abort_on_panic();
     tqfwd::report::logging::init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
