@@ -78,6 +78,9 @@ impl PacketSender {
         let burst = burst.clamp(1, queue::MAX_BURST);
         let port = queue.port_id();
         self.0.send_with(max, &mut |slots: &mut [RawPacket]| {
+            // A local copy: read through the capture, the port would be
+            // loaded again for every packet (the slot stores may alias it).
+            let rx_port = port;
             // The slots were last read on the consumer's core: ask for all
             // their lines at once, and let the PMD write its burst into an
             // array on this lcore's stack (as testpmd's is), so that its
@@ -98,7 +101,7 @@ impl PacketSender {
                     let m = unsafe {
                         MbufPtr::from_raw(RawMbuf(NonNull::new_unchecked(*local.add(k))))
                     };
-                    *slot = Packet::from_rx(m, port).into_raw();
+                    *slot = Packet::from_rx(m, rx_port).into_raw();
                 }
                 n += got;
                 if got < want {
