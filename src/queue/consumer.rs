@@ -214,7 +214,7 @@ impl<T> Consumer<T> {
 
     /// Makes `cur` a unit with unread items, detaching the published list when
     /// the local chain is spent. False when nothing is available.
-    #[inline]
+    #[inline(always)]
     fn ready(&mut self) -> bool {
         loop {
             if !self.cur.is_null() {
@@ -242,7 +242,7 @@ impl<T> Consumer<T> {
     }
 
     /// Loads the header of the new `cur` (non-null).
-    #[inline]
+    #[inline(always)]
     fn enter(&mut self) {
         let unit = self.cur;
         // SAFETY: `cur` is a valid unit of our chain; its header was published
@@ -282,7 +282,7 @@ impl<T> Consumer<T> {
     /// One producer: if a unit is linked after it, returns it and takes
     /// that one (true); else keeps it, with its items counted back, and
     /// returns false (it is the unit the producer links the next one to).
-    #[inline]
+    #[inline(always)]
     fn spent(&mut self) -> bool {
         let unit = self.cur;
         if !self.shared.single {
@@ -307,7 +307,7 @@ impl<T> Consumer<T> {
 
     /// One producer: counts `cur`'s items back to the producer now (its
     /// budget), keeping the unit itself.
-    #[inline]
+    #[inline(always)]
     fn give_items_back(&mut self) {
         if !self.items_back {
             self.items_back = true;

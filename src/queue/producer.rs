@@ -413,6 +413,7 @@ impl<T> Producer<T> {
     /// oldest unit first, so a steady stream reuses units in the order it
     /// used them (ascending addresses, as the consumer read them) rather
     /// than reversed.
+    #[inline(always)]
     fn reclaim(&mut self) {
         // Acquire: the consumer's reads of the returned units happen before
         // our refill (its Release store, see the module doc).
@@ -456,7 +457,7 @@ impl<T> Producer<T> {
     /// The caller has room for at least one more item (`room`), so a unit
     /// is always free: every unit in flight holds at least one item and
     /// there are as many units as items of budget.
-    #[inline]
+    #[inline(always)]
     fn next_unit(&mut self) -> (u32, *mut Unit) {
         if self.free == NONE && self.warm >= self.warm_limit {
             self.reclaim();
@@ -482,7 +483,7 @@ impl<T> Producer<T> {
     /// `unit` is unit `idx` of this producer's arena, the one `next_unit`
     /// returned (nothing taken since), exclusively owned, whose first `n`
     /// slots (`1 <= n <= burst`) hold initialised items.
-    #[inline]
+    #[inline(always)]
     unsafe fn seal(&mut self, idx: u32, unit: *mut Unit, n: usize) {
         // Fresh units (`idx == warm`) are never on the free stack.
         if idx == self.free {
@@ -544,7 +545,7 @@ impl<T> Producer<T> {
     /// # Safety
     /// The chain's units are filled, sealed and exclusively ours; the queue
     /// has one producer (this one).
-    #[inline]
+    #[inline(always)]
     unsafe fn append(&mut self, first: *mut Unit, last: *mut Unit) {
         debug_assert!(self.shared.single);
         // Release: publishes the chain's items, headers and links. `tail`
