@@ -424,7 +424,7 @@ fn check_invariants(label: &str, f: &[u8]) -> FrameClass {
     }
     let (dst, src) = ([0xd0u8, 1, 2, 3, 4, 5], [0x5au8, 6, 7, 8, 9, 10]);
     let mut copy = f.to_vec();
-    let rewritten = wire::rewrite_macs(&mut copy, &dst, &src);
+    let rewritten = wire::rewrite_macs(&mut copy, &wire::mac_header(&dst, &src));
     assert_eq!(rewritten, f.len() >= ETH, "{label}");
     if rewritten {
         assert_eq!((&copy[..6], &copy[6..12]), (&dst[..], &src[..]), "{label}");

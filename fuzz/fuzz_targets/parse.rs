@@ -32,7 +32,7 @@ fuzz_target!(|frame: &[u8]| {
 
     let (dst, src) = ([0xd0u8, 1, 2, 3, 4, 5], [0x5au8, 6, 7, 8, 9, 10]);
     let mut copy = frame.to_vec();
-    let rewritten = wire::rewrite_macs(&mut copy, &dst, &src);
+    let rewritten = wire::rewrite_macs(&mut copy, &wire::mac_header(&dst, &src));
     assert_eq!(rewritten, frame.len() >= ETH_HDR_LEN);
     if rewritten {
         assert_eq!(&copy[..6], &dst);

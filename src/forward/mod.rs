@@ -34,6 +34,7 @@ use crate::report::telemetry::Live;
 use crate::setup::handoff::{Links, Probed};
 use crate::setup::ports::{LcoreQueues, PolledQueue};
 use crate::setup::Resources;
+use crate::wire;
 use lifecycle::{PortGates, PortMonitor};
 use rx::{RxPorts, RxRules, RxStage};
 use stages::StageCommon;
@@ -375,16 +376,19 @@ impl<'a> Wiring<'a> {
         let mut map = PortMap {
             out_port: plan.out_port,
             tx_index: [0; MAX_PORTS],
-            dst_mac: [[0; 6]; MAX_PORTS],
-            src_mac: [[0; 6]; MAX_PORTS],
+            macs: [[0; 12]; MAX_PORTS],
         };
         for i in 0..plan.n_ports {
             map.tx_index[i] = (i % plan.layout.tx.len()) as u8;
-            map.src_mac[i] = res.macs[i];
-            map.dst_mac[i] = [0x02, 0, 0, 0, 0, i as u8];
-        }
-        for (p, mac) in &plan.stages.peer_mac {
-            map.dst_mac[*p as usize] = mac.0;
+            // The last `--peer-mac` for the port, else 02:00:00:00:00:<port>.
+            let peer = plan
+                .stages
+                .peer_mac
+                .iter()
+                .rev()
+                .find(|(p, _)| *p as usize == i);
+            let dst = peer.map_or([0x02, 0, 0, 0, 0, i as u8], |(_, mac)| mac.0);
+            map.macs[i] = wire::mac_header(&dst, &res.macs[i]);
         }
         Wiring {
             plan,

@@ -21,9 +21,9 @@ pub struct PortMap {
     pub out_port: [u16; MAX_PORTS],
     /// tx_index[out] = the TX lcore (index) that serves port `out`.
     pub tx_index: [u8; MAX_PORTS],
-    /// MACs written into frames leaving port `out`: (dst = peer, src = port).
-    pub dst_mac: [[u8; 6]; MAX_PORTS],
-    pub src_mac: [[u8; 6]; MAX_PORTS],
+    /// The MACs written into frames leaving port `out`, as the frame's
+    /// first 12 bytes: dst (the peer), then src (the port).
+    pub macs: [[u8; 12]; MAX_PORTS],
 }
 
 /// What a worker does to each packet.
@@ -404,12 +404,11 @@ fn process(
     }
     if rewrite {
         let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
-        let (dst, src) = (&map.dst_mac[out], &map.src_mac[out]);
+        let macs = &map.macs[out];
         // A chain whose first segment is shorter than an Ethernet header
         // gets its MACs written across segments.
-        if !wire::rewrite_macs(m.data_mut(), dst, src) {
-            m.write_at(0, dst);
-            m.write_at(6, src);
+        if !wire::rewrite_macs(m.data_mut(), macs) {
+            m.write_at(0, macs);
         }
     }
     if *work_cycles != 0 && !synthetic_work(*work_cycles) {

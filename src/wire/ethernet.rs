@@ -147,15 +147,25 @@ pub(crate) fn walk_vlans(frame: &[u8]) -> (L2Header, bool) {
     (h, false)
 }
 
-/// Writes `dst` and `src` into the first 12 bytes of `frame`. Returns false,
-/// writing nothing, when the frame is shorter than an Ethernet header.
+/// The first 12 bytes of a frame from `src` to `dst`, as
+/// [`rewrite_macs`] writes them.
 #[inline]
-pub fn rewrite_macs(frame: &mut [u8], dst: &[u8; 6], src: &[u8; 6]) -> bool {
+pub fn mac_header(dst: &[u8; 6], src: &[u8; 6]) -> [u8; 12] {
+    let mut h = [0; 12];
+    h[..6].copy_from_slice(dst);
+    h[6..].copy_from_slice(src);
+    h
+}
+
+/// Writes `macs` (dst, then src: [`mac_header`]) into the first 12 bytes
+/// of `frame`, in two stores. Returns false, writing nothing, when the
+/// frame is shorter than an Ethernet header.
+#[inline]
+pub fn rewrite_macs(frame: &mut [u8], macs: &[u8; 12]) -> bool {
     if frame.len() < ETH_HDR_LEN {
         return false;
     }
-    frame[..6].copy_from_slice(dst);
-    frame[6..12].copy_from_slice(src);
+    frame[..12].copy_from_slice(macs);
     true
 }
 
@@ -286,13 +296,14 @@ mod tests {
     fn rewrite_macs_writes_only_when_long_enough() {
         let dst = [1, 2, 3, 4, 5, 6];
         let src = [7, 8, 9, 10, 11, 12];
+        let macs = mac_header(&dst, &src);
         for len in 0..14 {
             let mut f = vec![0xeeu8; len];
-            assert!(!rewrite_macs(&mut f, &dst, &src));
+            assert!(!rewrite_macs(&mut f, &macs));
             assert!(f.iter().all(|&b| b == 0xee), "len {len} modified");
         }
         let mut f = vec![0xeeu8; 14];
-        assert!(rewrite_macs(&mut f, &dst, &src));
+        assert!(rewrite_macs(&mut f, &macs));
         assert_eq!(&f[..6], &dst);
         assert_eq!(&f[6..12], &src);
         assert_eq!(&f[12..], &[0xee, 0xee]);

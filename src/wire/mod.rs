@@ -60,8 +60,8 @@ use core::fmt;
 
 pub use error::WireError;
 pub use ethernet::{
-    ethertype, is_vlan_tpid, rewrite_macs, EthernetFrame, L2Header, MacAddr, MacParseError,
-    ETH_HDR_LEN,
+    ethertype, is_vlan_tpid, mac_header, rewrite_macs, EthernetFrame, L2Header, MacAddr,
+    MacParseError, ETH_HDR_LEN,
 };
 use field::be32;
 pub use ipv4::{protocol, Ipv4Packet};

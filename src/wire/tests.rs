@@ -598,7 +598,7 @@ fn flow_hash_properties() {
     // Payload and MACs do not matter for IP flows.
     let mut b = a.clone();
     b[50] ^= 0xff;
-    rewrite_macs(&mut b, &[9; 6], &[8; 6]);
+    rewrite_macs(&mut b, &mac_header(&[9; 6], &[8; 6]));
     assert_eq!(flow_hash(&a), flow_hash(&b));
     // Each 5-tuple field matters.
     let base = flow_hash(&eth(&[], 0x0800, &ipv4(17, &udp(1000, 2000, &[]))));
@@ -619,7 +619,7 @@ fn flow_hash_properties() {
     // Non-IP hashes on MACs + EtherType.
     let arp = eth(&[], 0x0806, &[0; 28]);
     let mut arp2 = arp.clone();
-    rewrite_macs(&mut arp2, &[9; 6], &SRC);
+    rewrite_macs(&mut arp2, &mac_header(&[9; 6], &SRC));
     assert_ne!(flow_hash(&arp), flow_hash(&arp2));
     assert_ne!(flow_hash(&arp), flow_hash(&eth(&[], 0x88cc, &[0; 28])));
     let mut arp3 = arp.clone();
@@ -653,7 +653,7 @@ fn flow_hash_properties() {
 fn rewrite_keeps_classification() {
     let mut f = eth(&[0x8100], 0x0800, &ipv4(17, &udp(1, 2, &[])));
     let before = parse(&f);
-    assert!(rewrite_macs(&mut f, &[0xaa; 6], &[0xbb; 6]));
+    assert!(rewrite_macs(&mut f, &mac_header(&[0xaa; 6], &[0xbb; 6])));
     assert_eq!(parse(&f), before);
     assert_eq!(
         EthernetFrame::new_checked(&f).unwrap().dst(),
