@@ -56,8 +56,8 @@ def report_header(meta, runs, redrawn=None) -> list[str]:
              f"{sum(len(v) for v in runs.values()) + sum(len(v) for v in (redrawn or {}).values())}  ")
     L.append(f"tqfwd {meta['tqfwd_version']} (git {meta['git']}); {meta['rounds']} rounds × {meta['seconds']} s "
              f"measured (+1 s warm-up) per run, contenders alternated"
-             + ("" if meta["quick"] else ", the net_null default, on-full drop and no --latency rows twice per "
-                "round (ABBA)")
+             + ("" if meta["quick"] else ", the net_null default, on-full drop and no --latency rows and the "
+                "layout rows twice per round (ABBA)")
              + "; medians over runs; "
              f"tqfwd with `--latency --latency-sample {LATENCY_SAMPLE}` unless the row says no --latency."
              + matching_sentence(meta) + "\n")
