@@ -372,8 +372,10 @@ fn transmit_slots(
     // keeps it (handles have no destructor).
     let port = unsafe { Packet::from_raw(slots[0]) }.port();
     // Where the run's latency samples are (their stamps are read once the
-    // whole run's headers have been asked for), written for every packet
-    // and kept by the count: no branch on the sample mark.
+    // whole run's headers have been asked for): one byte per sampled
+    // packet. RX marks one packet in `--latency-sample`, at a fixed
+    // stride, so the branch is predicted; a byte stored for every packet
+    // would take a store-buffer slot per packet.
     let mut samples = MaybeUninit::<[u8; queue::MAX_BURST]>::uninit();
     let samples = samples.as_mut_ptr() as *mut u8;
     let mut n_samples = 0;
@@ -392,10 +394,12 @@ fn transmit_slots(
         // The PMD reads the header to free the mbuf once sent; RX last
         // touched it a queue's worth of packets ago.
         p.prefetch_header();
-        // SAFETY: n_samples <= run < MAX_BURST (the loop takes at most
-        // MAX_BURST slots): inside the array.
-        unsafe { samples.add(n_samples).write(run as u8) };
-        n_samples += usize::from(p.is_sampled());
+        if p.is_sampled() {
+            // SAFETY: n_samples <= run < MAX_BURST (the loop takes at
+            // most MAX_BURST slots): inside the array.
+            unsafe { samples.add(n_samples).write(run as u8) };
+            n_samples += 1;
+        }
         mbufs[run] = RawPacket(p.into_mbuf().into_raw().0.as_ptr() as u64);
         run += 1;
     }
