@@ -219,6 +219,58 @@ fn stalled_worker_does_not_stop_the_others_in_drop_mode() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// The one worker of the default layout (RX receives straight into its
+/// queue) stops for 400 ms at its first packet. In drop mode RX leaves the
+/// frames in the NIC only while the worker may be merely saturated: once it
+/// has refused for `--drop-after` (1 ms) it counts as stalled, RX receives
+/// and drops (so the port's ring keeps moving), and after the stall the
+/// worker forwards again. In wait mode nothing is dropped.
+#[test]
+fn stalled_single_worker_is_dropped_in_drop_mode() {
+    let _g = serial();
+    for backend in ["tq", "ring"] {
+        let dir = scratch(&format!("stall-one-{backend}"));
+        let run_with = |on_full: &str| {
+            let run = run_tqfwd(
+                &dir,
+                &eal_args("0-1", &null_ports()),
+                &[
+                    "--backend",
+                    backend,
+                    "--on-full",
+                    on_full,
+                    "--debug-stall-worker",
+                    "0:400",
+                    "--duration",
+                    "2",
+                    "--stats-interval",
+                    "0",
+                ],
+                Duration::from_secs(60),
+            );
+            assert_clean_end(&run);
+            run
+        };
+        let drop = run_with("drop");
+        let j = drop.json();
+        let dropped = j["drops"]["rx_handoff_full"].as_u64().unwrap();
+        let forwarded = lcore_field(j, 1, "worker_packets");
+        assert!(
+            dropped > 0,
+            "{backend} drop mode: nothing of the stalled worker's input was dropped\n{}",
+            drop.describe()
+        );
+        assert!(
+            forwarded > 1_000_000,
+            "{backend} drop mode: the worker forwarded only {forwarded} after its stall\n{}",
+            drop.describe()
+        );
+        let wait = run_with("wait");
+        assert_eq!(u(wait.json(), "drops_total"), 0, "{}", wait.describe());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+}
+
 /// Under overload the excess waits in the NIC, not in the hand-off
 /// queues: an lcore holding TX and RX drains its TX input before it
 /// receives more, so with `--on-full wait` and net_null sources (always

@@ -331,12 +331,14 @@ impl RxStage {
                 continue;
             }
             // In place: received straight into the worker's queue. Its
-            // queue full, the frames stay in the NIC, unless a stalled
-            // worker's are to be dropped: then the burst path receives them
-            // and its Hold decides.
+            // queue full, the frames stay in the NIC (both modes: a worker
+            // that is merely saturated frees a unit within microseconds),
+            // until the Hold counts the worker as stalled (drop mode, past
+            // `--drop-after`): then the burst path receives them and the
+            // flush drops them, so the NIC's ring keeps moving.
             let in_place = if self.zero_copy && self.capture.is_none() {
                 match self.receive_in_place(i, self.unit.min(allowance), &mut rx_now) {
-                    None if self.policy.wait => break,
+                    None if !self.holds[0].refused(self.policy, dpdk::rdtsc_inline) => break,
                     got => got,
                 }
             } else {
