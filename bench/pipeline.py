@@ -60,17 +60,22 @@ LAYOUT_RX_QUEUES = {"all|all": 2}
 
 
 def round_plan(cfgs: list[Cfg], quick: bool) -> list[Cfg]:
-    """One round's run order. Full mode runs the net_null default point, its
-    --on-full drop and no --latency twins, and the layout rows a second time
-    at the end of the round, in reverse (A B C D ... D C B A): the headline
-    figures, and the rows where tq and ring are within a few per cent of
-    each other (the ring's runs there fall into two modes a few per cent
-    apart, so six pairs leave the verdict to a few draws), get twice the
-    samples, and a drift during the round cancels out of their ratios."""
+    """One round's run order. Full mode runs the default point, its
+    --on-full drop and no --latency twins (net_null; the default and no
+    --latency points on net_pcap too) and the layout rows a second time at
+    the end of the round, in reverse (A B C D ... D C B A): the headline
+    figures, the cross-point ratios (drop ÷ wait, the --latency cost, where
+    a run's host draw moves Mpps by 10-20 % and eight pairs read a 4 %
+    cost as 2 % or 7 %), and the rows where tq and ring are within a few
+    per cent of each other (the ring's runs there fall into two modes a
+    few per cent apart, so six pairs leave the verdict to a few draws), get
+    twice the samples, and a drift during the round cancels out of their
+    ratios."""
     if quick:
         return list(cfgs)
     again = [c for c in cfgs
              if (c.traffic == "null" and c.point in ("default", "on-full drop", "no --latency"))
+             or (c.traffic == "pcap" and c.point in ("default", "no --latency"))
              or c.point.startswith("layout ")]
     return list(cfgs) + list(reversed(again))
 
