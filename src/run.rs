@@ -77,8 +77,14 @@ pub fn run(
     let finished = finished?;
 
     let figures = Final::collect(&plan, &machine, &res, &counters);
-    // The capture pools' copies count too (all freed by the writer).
-    let mbufs_in_use = res.teardown(finished.leftover) + finished.capture_in_use;
+    // Capture copies are bytes in the capture rings, not mbufs.
+    if finished.capture_unread != 0 {
+        log::warn!(
+            "--capture: {} bytes of copies were left unread",
+            finished.capture_unread
+        );
+    }
+    let mbufs_in_use = res.teardown(finished.leftover);
     let mut report = figures.report(mbufs_in_use, finished.histograms);
     report.capture_dropped = finished.captures.iter().map(|c| c.capture_dropped).sum();
     report.capture = finished.captures;

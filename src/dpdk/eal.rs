@@ -17,6 +17,8 @@ pub struct Eal {
     _argv: Vec<*mut c_char>,
     /// `rte_pdump_init` succeeded: uninit before cleanup.
     pdump: bool,
+    /// The CPUs the process could run on before EAL pinned its threads.
+    startup_cpus: Vec<usize>,
     cleaned: bool,
 }
 
@@ -30,6 +32,7 @@ impl Eal {
             .collect();
         let mut argv: Vec<*mut c_char> = cargs.iter().map(|c| c.as_ptr() as *mut c_char).collect();
         argv.push(std::ptr::null_mut());
+        let startup_cpus = super::thread::current_cpus();
         // SAFETY: argv is a NULL-terminated array of valid NUL-terminated
         // strings that outlive the EAL (kept in the returned struct). EAL may
         // permute the pointer array but does not write into the strings.
@@ -39,6 +42,7 @@ impl Eal {
         }
         Ok(Eal {
             pdump: false,
+            startup_cpus,
             _args: cargs,
             _argv: argv,
             cleaned: false,
@@ -63,6 +67,24 @@ impl Eal {
     pub fn main_lcore(&self) -> Lcore {
         // SAFETY: EAL initialised.
         unsafe { sys::rte_get_main_lcore() }
+    }
+
+    /// The CPUs the process may use that no enabled lcore runs on (an
+    /// lcore counts by its first CPU, `rte_lcore_to_cpu_id`): where a
+    /// thread beside the lcores (the capture writer) can run without
+    /// taking CPU time from one. Empty when the lcores use every CPU.
+    pub fn side_cpus(&self) -> Vec<usize> {
+        let lcore_cpus: Vec<usize> = self
+            .lcores()
+            .into_iter()
+            // SAFETY: an enabled lcore id; EAL initialised.
+            .filter_map(|l| usize::try_from(unsafe { sys::rte_lcore_to_cpu_id(l as c_int) }).ok())
+            .collect();
+        self.startup_cpus
+            .iter()
+            .copied()
+            .filter(|c| !lcore_cpus.contains(c))
+            .collect()
     }
 
     /// NUMA socket of an lcore.

@@ -24,6 +24,7 @@ pub mod ring;
 pub mod signal;
 pub mod sys;
 pub mod telemetry;
+pub mod thread;
 
 use std::ffi::CStr;
 

@@ -63,9 +63,10 @@ impl PacketSender {
     /// long as the port fills them (a short burst: its queue is drained,
     /// and what came goes on at once), and publishes them as packets; with
     /// `sampling` (`--latency`), its samples among them are stamped with
-    /// the time `now()` gives (asked only when there is one). `None` when
-    /// the queue has no room: nothing is received, the frames stay in the
-    /// NIC.
+    /// the time `now()` gives (asked only when there is one). Each burst
+    /// the port returns is shown to `tap` first (`--capture` reads the
+    /// frames there, while this lcore owns them). `None` when the queue
+    /// has no room: nothing is received, the frames stay in the NIC.
     #[inline]
     pub fn receive_from(
         &mut self,
@@ -74,6 +75,7 @@ impl PacketSender {
         burst: usize,
         mut sampling: Option<&mut Sampling>,
         mut now: impl FnMut() -> u64,
+        mut tap: impl FnMut(&[MbufPtr]),
     ) -> Option<usize> {
         let burst = burst.clamp(1, queue::MAX_BURST);
         let port = queue.port_id();
@@ -94,6 +96,11 @@ impl PacketSender {
                 // SAFETY: `local` has room for MAX_BURST >= `want` mbuf
                 // addresses; the PMD writes the first `got`.
                 let got = unsafe { queue.rx_burst_raw(local, want as u16) };
+                // SAFETY: the first `got` entries are live, non-null mbuf
+                // addresses this lcore owns (above); `MbufPtr` is a
+                // transparent non-null mbuf address, and the view is
+                // only read while they are still in `local`.
+                tap(unsafe { std::slice::from_raw_parts(local as *const MbufPtr, got) });
                 for (k, slot) in slots[n..n + got].iter_mut().enumerate() {
                     // SAFETY: entry k < got was written by the PMD: a live
                     // mbuf's (non-null) address, owned by nobody else; this

@@ -25,7 +25,7 @@ use crate::config::{Lcore, Plan, MAX_PORTS};
 use crate::dpdk::{self, signal, Eal, PacketInputs, PacketSender, TxQueue};
 use crate::error::RunError;
 use crate::report::capture::{
-    writer_thread, Capture, CaptureCounters, CaptureFile, CaptureReport, WallClock, RING_SLOTS,
+    writer_thread, Capture, CaptureCounters, CaptureFile, CaptureReport, WallClock, RING_BYTES,
 };
 use crate::report::latency::{Histogram, HistogramSlot};
 use crate::report::metrics::{HandoffQueue, Sources};
@@ -83,9 +83,9 @@ pub struct Finished {
     pub histograms: Vec<Box<Histogram>>,
     /// `--capture`: one report per capture.
     pub captures: Vec<CaptureReport>,
-    /// Copies still allocated from the capture pools after the writer
-    /// drained them (0 unless a copy leaked).
-    pub capture_in_use: u64,
+    /// Bytes of copies left unread in the capture rings after the writer
+    /// drained them (0 unless the writer stopped early).
+    pub capture_unread: u64,
     /// The cache-line trip between the first two lcores (None with one).
     pub trip: Option<trip::TripReport>,
 }
@@ -191,6 +191,7 @@ impl Forwarding {
         // burst that could be in DPDK's pdump callback has returned.
         let grace = gates.clone();
         dpdk::pdump::set_reply_gate(Some(Arc::new(move || grace.quiescence.synchronize())));
+        let side_cpus = eal.side_cpus();
         let launch = std::thread::scope(|scope| {
             // The ports are started and every lcore's stages are built: the
             // lcores poll from the launch below. Sent before the stats
@@ -206,10 +207,15 @@ impl Forwarding {
             }
             // `--capture`: the writer, beside the lcores; it ends after
             // them, once it has drained every ring.
+            // It runs where no lcore does, else at the lowest priority: it
+            // falls behind (and drops its copies) before an lcore does.
             let writer = capturing.then(|| {
                 std::thread::Builder::new()
                     .name("tqfwd-capture".into())
-                    .spawn_scoped(scope, || writer_thread(captures, &finished, clock, stall))
+                    .spawn_scoped(scope, || {
+                        log_placement(dpdk::thread::place_side_thread(&side_cpus));
+                        writer_thread(captures, &finished, clock, stall)
+                    })
             });
             if let Some(Err(e)) = &writer {
                 log::warn!("no capture writer thread ({e}): nothing is captured");
@@ -261,7 +267,7 @@ impl Forwarding {
             };
             (launch, written.unwrap_or_default())
         });
-        let (launch, (capture_reports, capture_in_use)) = launch;
+        let (launch, (capture_reports, capture_unread)) = launch;
         dpdk::pdump::set_reply_gate(None);
         live.running.store(false, Ordering::Relaxed);
         // Sent by the stats thread when it saw the quit; this covers a run
@@ -272,9 +278,24 @@ impl Forwarding {
             leftover: work,
             histograms: histograms.into_inner().unwrap_or_default(),
             captures: capture_reports,
-            capture_in_use,
+            capture_unread,
             trip: trip.map(|t| t.report()),
         })
+    }
+}
+
+/// Says where the capture writer runs.
+fn log_placement(p: dpdk::thread::Placement) {
+    use dpdk::thread::Placement;
+    match p {
+        Placement::Own(cpus) => log::info!("capture writer on CPUs {cpus:?} (no lcore there)"),
+        Placement::Shared => log::info!(
+            "capture writer shares a CPU with an lcore (none is free): it runs at nice 19, \
+             and copies it cannot write in time are dropped and counted (capture_dropped)"
+        ),
+        Placement::Unchanged(e) => log::warn!(
+            "capture writer shares a CPU with an lcore at normal priority ({e}): it can slow forwarding"
+        ),
     }
 }
 
@@ -315,17 +336,9 @@ fn captures(
     let mut writers = Vec::new();
     for f in files {
         let info = &res.infos[f.port as usize];
-        // Room for a full ring plus a burst in flight per RX lcore; a copy
-        // that finds the pool empty is a dropped copy, like a full ring.
-        let mbufs = 2 * RING_SLOTS + (n_rx * crate::queue::MAX_BURST) as u32;
-        let (senders, receiver) = crate::dpdk::capture::capture_channel(
-            &format!("cap{}", f.port),
-            RING_SLOTS,
-            mbufs,
-            info.socket,
-            n_rx,
-        )
-        .map_err(|e| RunError::Runtime(format!("--capture {}: {e}", f.port)))?;
+        let (senders, receiver) =
+            crate::dpdk::capture::capture_channel(RING_BYTES, info.socket, n_rx)
+                .map_err(|e| RunError::Runtime(format!("--capture {}: {e}", f.port)))?;
         let counters = Arc::new(CaptureCounters::new(plan.capture.count));
         for (stage, sender) in senders.into_iter().enumerate() {
             taps[stage].push(capture::Tap {

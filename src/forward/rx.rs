@@ -130,8 +130,8 @@ impl RxStage {
     }
 
     /// Receives in place (`--handoff zero-copy`) where every packet goes to
-    /// one worker: one sender and no classes. While `--capture` copies
-    /// frames, the stage receives through its burst (the taps read it).
+    /// one worker: one sender and no classes. `--capture` taps read each
+    /// burst where the PMD put it, in place or not.
     pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
         self.zero_copy = zero_copy && self.senders.len() == 1 && self.classes.is_empty();
         if self.zero_copy {
@@ -145,13 +145,36 @@ impl RxStage {
     #[inline]
     fn receive_in_place(&mut self, i: usize, max: usize, now: &mut u64) -> Option<usize> {
         let queue = &mut self.queues[i].queue;
-        // One TSC read per pass over the queues, at its first sample.
-        self.senders[0].receive_from(queue, max, self.burst, self.sampling.as_mut(), || {
-            if *now == 0 {
-                *now = dpdk::rdtsc_inline();
+        let port = queue.port_id();
+        let capture = &mut self.capture;
+        let clock = std::cell::Cell::new(*now);
+        // One TSC read per pass over the queues, at its first sample or
+        // copy.
+        let tsc = || {
+            if clock.get() == 0 {
+                clock.set(dpdk::rdtsc_inline());
             }
-            *now
-        })
+            clock.get()
+        };
+        let got = self.senders[0].receive_from(
+            queue,
+            max,
+            self.burst,
+            self.sampling.as_mut(),
+            tsc,
+            |frames| {
+                // `--capture`: copies of the first frames (one branch
+                // per burst when off).
+                if let Some(taps) = capture.as_deref_mut() {
+                    let mut t = tsc();
+                    if !taps.tap(port, frames, &mut t) {
+                        *capture = None;
+                    }
+                }
+            },
+        );
+        *now = clock.get();
+        got
     }
 
     /// The sender to the worker (round trip: what the worker hands back
@@ -336,7 +359,7 @@ impl RxStage {
             // until the Hold counts the worker as stalled (drop mode, past
             // `--drop-after`): then the burst path receives them and the
             // flush drops them, so the NIC's ring keeps moving.
-            let in_place = if self.zero_copy && self.capture.is_none() {
+            let in_place = if self.zero_copy {
                 match self.receive_in_place(i, self.unit.min(allowance), &mut rx_now) {
                     None if !self.holds[0].refused(self.policy, dpdk::rdtsc_inline) => break,
                     got => got,

@@ -31,7 +31,7 @@
 //! (`dpdk::packet_queue`): RX receives into the worker queue, the worker
 //! moves packets slot to slot into the TX queue, TX transmits from its
 //! queue's slots and leaves what a port refuses there. Elsewhere (several
-//! workers or TX lcores, `--class`, `--capture` running) the stage uses its
+//! workers or TX lcores, `--class`) the stage uses its
 //! bursts, as with `--handoff copy`.
 //!
 //! Round trip (`--handoff round-trip`, the default, where `Plan::round_trip`
