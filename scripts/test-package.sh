@@ -70,6 +70,10 @@ out=$(cd /usr/share/tqfwd/prometheus && promtool check rules tqfwd-alerts.yml 2>
 out=$(systemd-analyze verify /lib/systemd/system/tqfwd.service 2>&1) ||
     fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify: $out"
+# Its confinement: systemd's exposure rating at most 5.0 (--threshold is
+# ten times the printed figure).
+out=$(systemd-analyze security --offline=true --threshold=50 /lib/systemd/system/tqfwd.service 2>&1) ||
+    fail "systemd-analyze security rates the unit above 5.0: $(echo "$out" | tail -n 1)"
 grep -qx 'ExecStart=/usr/bin/tqfwd --config /etc/tqfwd/tqfwd.toml' /lib/systemd/system/tqfwd.service ||
     fail "the unit does not run /usr/bin/tqfwd --config /etc/tqfwd/tqfwd.toml"
 
