@@ -21,7 +21,7 @@ use crate::common::*;
 use crate::exposition::dashboard_queries;
 use std::collections::BTreeSet;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -247,10 +247,19 @@ fn get(addr: SocketAddr, path: &str) -> std::io::Result<(String, String)> {
     Ok((status, body.to_string()))
 }
 
-/// The Prometheus server this test started; killed when dropped.
+/// The Prometheus server this test started; killed when dropped (also
+/// when the test panics), and its data directory removed.
 struct Prometheus {
-    proc: Proc,
+    proc: Option<Proc>,
     addr: SocketAddr,
+    data: PathBuf,
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        drop(self.proc.take());
+        let _ = std::fs::remove_dir_all(&self.data);
+    }
 }
 
 impl Prometheus {
@@ -271,21 +280,23 @@ impl Prometheus {
         )
         .expect("write prometheus.yml");
         let addr: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
+        let data = dir.join("data");
         let mut proc = Proc::spawn(
             "prometheus",
             Command::new("prometheus")
                 .arg(format!("--config.file={}", config.display()))
-                .arg(format!(
-                    "--storage.tsdb.path={}",
-                    dir.join("data").display()
-                ))
+                .arg(format!("--storage.tsdb.path={}", data.display()))
                 .arg(format!("--web.listen-address={addr}"))
                 .arg("--log.level=warn"),
         );
         let start = Instant::now();
         loop {
             if matches!(get(addr, "/-/ready"), Ok((status, _)) if status.contains(" 200")) {
-                return Prometheus { proc, addr };
+                return Prometheus {
+                    proc: Some(proc),
+                    addr,
+                    data,
+                };
             }
             assert!(
                 proc.exited().is_none() && start.elapsed() < Duration::from_secs(20),
@@ -310,7 +321,7 @@ impl Prometheus {
         if v["status"] != "success" {
             return Err(format!(
                 "{path}: {status}: {body}\n--- prometheus output ---\n{}",
-                self.proc.text()
+                self.proc.as_ref().map(Proc::text).unwrap_or_default()
             ));
         }
         Ok(v["data"].clone())
