@@ -3,7 +3,8 @@
 # DPDK 22.11 (runtime, headers, testpmd/dpdk-test), pkg-config, clang and
 # libclang (bindgen), iproute2 and ethtool (kernel-peer tests), what the
 # Debian package and its tests use (dpkg-dev, lintian, man-db,
-# bash-completion, systemd, promtool), a Rust toolchain check, and rustfmt
+# bash-completion, systemd, prometheus and promtool), a Rust toolchain
+# check, and rustfmt
 # and clippy (scripts/test.sh). Run as root.
 set -euo pipefail
 need=()
@@ -24,8 +25,10 @@ command -v lintian >/dev/null 2>&1 || need+=(lintian)
 command -v man >/dev/null 2>&1 || need+=(man-db)
 [ -f /usr/share/bash-completion/bash_completion ] || need+=(bash-completion)
 command -v systemd-analyze >/dev/null 2>&1 || need+=(systemd)
-# tests/exposition.rs: promtool, which comes with the Prometheus server.
-command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# tests/exposition.rs and tests/prometheus.rs: promtool, and the
+# Prometheus server the latter starts on its own (Debian package
+# prometheus holds both).
+{ command -v promtool && command -v prometheus; } >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then
     echo "install-deps: installing ${need[*]}"
     if [ "$(id -u)" != 0 ]; then
@@ -33,9 +36,10 @@ if [ ${#need[@]} -gt 0 ]; then
         exit 1
     fi
     export DEBIAN_FRONTEND=noninteractive
-    # Only promtool is wanted from prometheus: keep its installation from
-    # starting the server (a policy-rc.d that refuses every start, for
-    # this install only, where the machine has none).
+    # The tests run promtool and their own prometheus: keep the package's
+    # installation from starting its system service (a policy-rc.d that
+    # refuses every start, for this install only, where the machine has
+    # none).
     if [[ " ${need[*]} " == *" prometheus "* ]] && [ ! -e /usr/sbin/policy-rc.d ]; then
         printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
         chmod 755 /usr/sbin/policy-rc.d

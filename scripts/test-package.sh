@@ -43,6 +43,8 @@ files=(
     /usr/bin/tqfwd /usr/bin/tqfwd-udp-peer
     /lib/systemd/system/tqfwd.service /usr/libexec/tqfwd/check-config
     /etc/tqfwd/tqfwd.toml /usr/share/tqfwd/grafana/tqfwd.json
+    /usr/share/tqfwd/prometheus/tqfwd-alerts.yml
+    /usr/share/tqfwd/prometheus/tqfwd-alerts.test.yml
     /usr/share/man/man8/tqfwd.8.gz /usr/share/man/man1/tqfwd-udp-peer.1.gz
     /usr/share/bash-completion/completions/tqfwd
     /usr/share/zsh/vendor-completions/_tqfwd
@@ -57,11 +59,21 @@ for f in "${files[@]}"; do
 done
 [ ! -e /usr/bin/tqfwd-gen ] || fail "the testkit's tqfwd-gen is installed"
 
+# The alert rules as installed: promtool's own check and their unit tests,
+# which read the rules file beside them (promtool: package prometheus,
+# scripts/install-deps.sh).
+out=$(cd /usr/share/tqfwd/prometheus && promtool check rules tqfwd-alerts.yml 2>&1 &&
+    promtool test rules tqfwd-alerts.test.yml 2>&1) || fail "the installed alert rules: $out"
+
 # The unit as systemd reads it: ExecStart's binary, the man page of
 # Documentation=, directives. Any output is a finding.
 out=$(systemd-analyze verify /lib/systemd/system/tqfwd.service 2>&1) ||
     fail "systemd-analyze verify: $out"
 [ -z "$out" ] || fail "systemd-analyze verify: $out"
+# Its confinement: systemd's exposure rating at most 5.0 (--threshold is
+# ten times the printed figure).
+out=$(systemd-analyze security --offline=true --threshold=50 /lib/systemd/system/tqfwd.service 2>&1) ||
+    fail "systemd-analyze security rates the unit above 5.0: $(echo "$out" | tail -n 1)"
 grep -qx 'ExecStart=/usr/bin/tqfwd --config /etc/tqfwd/tqfwd.toml' /lib/systemd/system/tqfwd.service ||
     fail "the unit does not run /usr/bin/tqfwd --config /etc/tqfwd/tqfwd.toml"
 

@@ -38,15 +38,15 @@ const REQUIRED: [&str; 11] = [
 ];
 
 /// One query of the dashboard: where it is, the PromQL, its legend.
-struct Query {
-    at: String,
-    expr: String,
-    legend: String,
+pub(crate) struct Query {
+    pub(crate) at: String,
+    pub(crate) expr: String,
+    pub(crate) legend: String,
 }
 
 /// Every panel target's `expr` (rows' nested panels too) and every
-/// templating query.
-fn dashboard_queries() -> Vec<Query> {
+/// templating query (`tests/prometheus.rs` evaluates them too).
+pub(crate) fn dashboard_queries() -> Vec<Query> {
     let text = std::fs::read_to_string(DASHBOARD).expect("dist/grafana/tqfwd.json");
     let d: serde_json::Value = serde_json::from_str(&text).expect("the dashboard is JSON");
     let mut out = Vec::new();

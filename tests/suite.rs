@@ -24,6 +24,7 @@ mod metrics_server;
 mod multiseg;
 mod overload;
 mod peers;
+mod prometheus;
 mod queue_api;
 mod signals;
 mod systemd;
