@@ -42,7 +42,7 @@
 # bench/results/ tracks the latest full run of each bench, listed in
 # bench/results/README.md: a new full run replaces the previous one there
 # (git rm the old files, update the index).
-# See bench/README.md, section "Forwarding pipeline".
+# See bench/README.md, "Pipeline bench".
 #
 # Usage: bench/pipeline.sh [options]
 #   --quick          net_null only: default point, on-full drop (tq, ring),
