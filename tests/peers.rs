@@ -249,6 +249,50 @@ impl MemifChain {
             gen,
         })
     }
+
+    /// [`start`](Self::start) with `app` and the options every chain test
+    /// adds (`--link-timeout 10`, every packet a latency sample), then
+    /// waits at least `warm` and until the sink has seen packets (at most
+    /// 30 s).
+    fn start_forwarding(test: &str, app: &[&str], warm: Duration) -> Option<MemifChain> {
+        let mut args = app.to_vec();
+        args.extend(["--link-timeout", "10", "--latency", "--latency-sample", "1"]);
+        let mut c = MemifChain::start(test, &args)?;
+        let t = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            if port_stats(&mut c.sink).0 > 0 && t.elapsed() > warm {
+                return Some(c);
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "no packets at the sink after 30 s\n--- tqfwd ---\n{}\n--- generator ---\n{}\n--- sink ---\n{}",
+                c.tq.text(),
+                c.gen.text(),
+                c.sink.text()
+            );
+        }
+    }
+}
+
+/// The count of testpmd `p`'s port 0 once nothing is in flight: the same
+/// twice, 500 ms apart (at most 20 s).
+fn settled_count(p: &mut Proc) -> u64 {
+    let mut last = port_stats(p).0;
+    let settle = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let rx = port_stats(p).0;
+        if rx == last {
+            return rx;
+        }
+        last = rx;
+        assert!(
+            settle.elapsed() < Duration::from_secs(20),
+            "the count never settled\n{}",
+            p.text()
+        );
+    }
 }
 
 /// testpmd txonly → memif → tqfwd → memif → testpmd rxonly.
@@ -271,64 +315,24 @@ fn memif_chain(backend: &str) {
     let _g = serial();
     let test = format!("memif_testpmd_chain_{backend}");
     let t0 = Instant::now();
-    let app = [
-        "--backend",
-        backend,
-        "--stats-interval",
-        "1",
-        "--link-timeout",
-        "10",
-        "--latency",
-        "--latency-sample",
-        "1",
-    ];
+    // Traffic for at least 2 s and until the sink has seen some of it.
+    let app = ["--backend", backend, "--stats-interval", "1"];
     let Some(MemifChain {
         dir,
         json_path,
         mut tq,
         mut sink,
         mut gen,
-    }) = MemifChain::start(&test, &app)
+    }) = MemifChain::start_forwarding(&test, &app, Duration::from_secs(2))
     else {
         return;
     };
-    let traffic_start = Instant::now();
-
-    // Traffic for at least 2 s and until the sink has seen some of it.
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let (rx, _) = port_stats(&mut sink);
-        if rx > 0 && traffic_start.elapsed() > Duration::from_secs(2) {
-            break;
-        }
-        assert!(
-            traffic_start.elapsed() < Duration::from_secs(30),
-            "no packets at the sink after 30 s\n--- tqfwd ---\n{}\n--- generator ---\n{}\n--- sink ---\n{}",
-            tq.text(),
-            gen.text(),
-            sink.text()
-        );
-    }
 
     // 1. The generator stops sending (its port stays connected).
     let (_, gen_tx) = stop_forwarding(&mut gen);
 
     // 2. Nothing in flight: the sink's count is the same twice, 500 ms apart.
-    let mut last = port_stats(&mut sink).0;
-    let settle = Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let rx = port_stats(&mut sink).0;
-        if rx == last {
-            break;
-        }
-        last = rx;
-        assert!(
-            settle.elapsed() < Duration::from_secs(20),
-            "the sink's count never settled\n{}",
-            sink.text()
-        );
-    }
+    settled_count(&mut sink);
     // 3. The sink's count, read while it is still connected.
     let (sink_rx, _) = stop_forwarding(&mut sink);
 
@@ -926,39 +930,17 @@ fn tx_stall(on_full: &str) {
     let _g = serial();
     let test = format!("tx_stall_{on_full}");
     let t0 = Instant::now();
-    let app = [
-        "--on-full",
-        on_full,
-        "--stats-interval",
-        "0.5",
-        "--link-timeout",
-        "10",
-        "--latency",
-        "--latency-sample",
-        "1",
-    ];
+    let app = ["--on-full", on_full, "--stats-interval", "0.5"];
     let Some(MemifChain {
         dir,
         json_path,
         mut tq,
         mut sink,
         mut gen,
-    }) = MemifChain::start(&test, &app)
+    }) = MemifChain::start_forwarding(&test, &app, Duration::from_secs(1))
     else {
         return;
     };
-    let start = Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(300));
-        if port_stats(&mut sink).0 > 0 && start.elapsed() > Duration::from_secs(1) {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no packets at the sink\n{}",
-            tq.text()
-        );
-    }
     // The sink stops reading for 1.5 s, then reads again.
     stop_forwarding(&mut sink);
     let stalled_at = port_stats(&mut sink).0;
@@ -970,16 +952,7 @@ fn tx_stall(on_full: &str) {
     .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let (_, gen_tx) = stop_forwarding(&mut gen);
-    let mut last = port_stats(&mut sink).0;
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let rx = port_stats(&mut sink).0;
-        if rx == last {
-            break;
-        }
-        last = rx;
-    }
-    let sink_rx = last;
+    let sink_rx = settled_count(&mut sink);
     stop_forwarding(&mut sink);
     tq.signal("INT");
     let run = finish_tqfwd(&mut tq, &json_path, t0);
