@@ -231,7 +231,7 @@ fn stalled_single_worker_is_dropped_in_drop_mode() {
     for backend in ["tq", "ring"] {
         let dir = scratch(&format!("stall-one-{backend}"));
         let run_with = |on_full: &str| {
-            let run = run_2s_clean(
+            run_2s_clean(
                 &dir,
                 &eal_args("0-1", &null_ports()),
                 &[
@@ -242,8 +242,7 @@ fn stalled_single_worker_is_dropped_in_drop_mode() {
                     "--debug-stall-worker",
                     "0:400",
                 ],
-            );
-            run
+            )
         };
         let drop = run_with("drop");
         let j = drop.json();
