@@ -418,10 +418,20 @@ impl Port {
 /// `_close`, set-up and queries; never a burst) on `port` that returned
 /// `ret`: Ok for 0, else the error naming the call and the port.
 fn control_result(call: &str, port: u16, ret: i32) -> Result<(), DpdkError> {
+    checked(ret, || format!("{call}(port {port})"))
+}
+
+/// [`control_result`] for a call on queue `queue` of `port` (its set-up).
+fn queue_control_result(call: &str, port: u16, queue: u16, ret: i32) -> Result<(), DpdkError> {
+    checked(ret, || format!("{call}(port {port}, queue {queue})"))
+}
+
+/// Ok for `ret` 0, else the error of the call `what` names.
+fn checked(ret: i32, what: impl FnOnce() -> String) -> Result<(), DpdkError> {
     if ret == 0 {
         Ok(())
     } else {
-        Err(DpdkError::from_ret(format!("{call}(port {port})"), ret))
+        Err(DpdkError::from_ret(what(), ret))
     }
 }
 
@@ -455,16 +465,7 @@ impl RxQueue {
                 pool.raw(),
             )
         };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!(
-                    "rte_eth_rx_queue_setup(port {}, queue {})",
-                    self.port, self.queue
-                ),
-                ret,
-            ));
-        }
-        Ok(())
+        queue_control_result("rte_eth_rx_queue_setup", self.port, self.queue, ret)
     }
 
     /// Receives up to `max` mbufs into the free tail of `burst`.
@@ -526,16 +527,7 @@ impl TxQueue {
                 std::ptr::null(),
             )
         };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!(
-                    "rte_eth_tx_queue_setup(port {}, queue {})",
-                    self.port, self.queue
-                ),
-                ret,
-            ));
-        }
-        Ok(())
+        queue_control_result("rte_eth_tx_queue_setup", self.port, self.queue, ret)
     }
 
     /// Transmits from the front of `burst`; the sent mbufs now belong to the
