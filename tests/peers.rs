@@ -575,6 +575,65 @@ const DATAGRAMS: u64 = 8000;
 /// KiB, a few hundred datagrams).
 const PPS: &str = "4000";
 
+/// tqfwd on the kernel-peer ports, forwarding: started once both links are
+/// up (the veths are), so this waits for its "forwarding: …" log line, or
+/// past --link-timeout (5 s) at the latest.
+fn spawn_forwarding(prefix: &str, vdevs: &[String], app: &[&str], json: &Path) -> Proc {
+    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(prefix, vdevs, app, json));
+    let spawned = Instant::now();
+    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
+        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
+    })
+    .unwrap();
+    tq
+}
+
+/// The UDP receiver in namespace B, listening, expecting `count`
+/// datagrams within `timeout_s` seconds.
+fn kernel_receiver(ns: &NetnsPair, count: u64, timeout_s: &str) -> Proc {
+    let expect = count.to_string();
+    let mut recv = Proc::spawn(
+        "udp receiver",
+        ns.exec_prio(&ns.b, peer_bin()).args([
+            "recv",
+            "--bind",
+            "10.77.0.2:9000",
+            "--expect",
+            &expect,
+            "--timeout",
+            timeout_s,
+        ]),
+    );
+    recv.wait_until("listening", Duration::from_secs(10), |t| {
+        t.contains("listening on")
+    })
+    .unwrap();
+    recv
+}
+
+/// The UDP sender in namespace A: `count` datagrams over [`FLOWS`] flows
+/// from source ports `src_port_base`.., at [`PPS`], after a 500 ms
+/// warm-up datagram.
+fn kernel_sender(ns: &NetnsPair, count: u64, src_port_base: &str) -> Command {
+    let mut cmd = ns.exec_prio(&ns.a, peer_bin());
+    cmd.args([
+        "send",
+        "--dst",
+        "10.77.0.2:9000",
+        "--flows",
+        &FLOWS.to_string(),
+        "--count",
+        &count.to_string(),
+        "--src-port-base",
+        src_port_base,
+        "--pps",
+        PPS,
+        "--warmup-ms",
+        "500",
+    ]);
+    cmd
+}
+
 /// The two namespaces and veths of a kernel-peer test, or None (after
 /// saying why) where the tools or the privileges are missing.
 fn kernel_namespaces(test: &str) -> Option<NetnsPair> {
@@ -651,54 +710,10 @@ fn kernel_peer(backend: &str) {
         "--link-timeout",
         "5",
     ];
-    let mut tq = Proc::spawn(
-        "tqfwd",
-        &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path),
-    );
-    // Forwarding starts once both links are up (the veths are): wait for
-    // its "forwarding: …" log line, or past --link-timeout at the latest.
-    let spawned = Instant::now();
-    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
-        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
-    })
-    .unwrap();
-
-    let expect = DATAGRAMS.to_string();
-    let mut recv = Proc::spawn(
-        "udp receiver",
-        ns.exec_prio(&ns.b, peer_bin()).args([
-            "recv",
-            "--bind",
-            "10.77.0.2:9000",
-            "--expect",
-            &expect,
-            "--timeout",
-            "30",
-        ]),
-    );
-    recv.wait_until("listening", Duration::from_secs(10), |t| {
-        t.contains("listening on")
-    })
-    .unwrap();
+    let mut tq = spawn_forwarding(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path);
+    let mut recv = kernel_receiver(&ns, DATAGRAMS, "30");
     // One warm-up datagram resolves ARP (through tqfwd) before the counted ones.
-    let flows = FLOWS.to_string();
-    let send = ns
-        .exec_prio(&ns.a, peer_bin())
-        .args([
-            "send",
-            "--dst",
-            "10.77.0.2:9000",
-            "--flows",
-            &flows,
-            "--count",
-            &expect,
-            "--src-port-base",
-            "40000",
-            "--pps",
-            PPS,
-            "--warmup-ms",
-            "500",
-        ])
+    let send = kernel_sender(&ns, DATAGRAMS, "40000")
         .output()
         .expect("run sender");
     let send_text =
@@ -822,52 +837,10 @@ fn link_down_up_while_forwarding() {
         "--link-timeout",
         "5",
     ];
-    let mut tq = Proc::spawn(
-        "tqfwd",
-        &mut tqfwd_cmd(&unique_name("tqfwdflap"), &vdevs, &app, &json_path),
-    );
-    let spawned = Instant::now();
-    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
-        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
-    })
-    .unwrap();
+    let mut tq = spawn_forwarding(&unique_name("tqfwdflap"), &vdevs, &app, &json_path);
     const COUNT: u64 = 12_000; // 3 s at 4000 datagrams/s over FLOWS flows
-    let expect = COUNT.to_string();
-    let mut recv = Proc::spawn(
-        "udp receiver",
-        ns.exec_prio(&ns.b, peer_bin()).args([
-            "recv",
-            "--bind",
-            "10.77.0.2:9000",
-            "--expect",
-            &expect,
-            "--timeout",
-            "8",
-        ]),
-    );
-    recv.wait_until("listening", Duration::from_secs(10), |t| {
-        t.contains("listening on")
-    })
-    .unwrap();
-    let flows = FLOWS.to_string();
-    let mut send = Proc::spawn(
-        "udp sender",
-        ns.exec_prio(&ns.a, peer_bin()).args([
-            "send",
-            "--dst",
-            "10.77.0.2:9000",
-            "--flows",
-            &flows,
-            "--count",
-            &expect,
-            "--src-port-base",
-            "41000",
-            "--pps",
-            PPS,
-            "--warmup-ms",
-            "500",
-        ]),
-    );
+    let mut recv = kernel_receiver(&ns, COUNT, "8");
+    let mut send = Proc::spawn("udp sender", &mut kernel_sender(&ns, COUNT, "41000"));
     // 0.5 s warm-up, then ~1 s of traffic, then the link flaps.
     std::thread::sleep(Duration::from_millis(1500));
     let down = run_cmd("ip", &["link", "set", "dev", &ns.host_b, "down"]);
