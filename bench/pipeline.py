@@ -768,21 +768,16 @@ def tsc_hz(runs, pingpong) -> tuple:
 
 
 def write_outputs(a, meta, md, doc, svg) -> str:
-    """pipeline-<date>.{json,md,svg} (and -perf.txt) in --results; full runs
-    also refresh pipeline-latest.{json,svg}. Returns the base path."""
+    """pipeline-<date>.{json,md,svg} (and -perf.txt) in --results, --quick
+    runs as pipeline-<date>-quick.* (under target/bench/, see pipeline.sh).
+    Returns the base path."""
     os.makedirs(a.results, exist_ok=True)
-    # --quick writes pipeline-<date>-quick.* (under target/bench/, see
-    # pipeline.sh) and leaves pipeline-latest.* (the last full run, linked
-    # from bench/README.md) alone.
     base = os.path.join(a.results, f"pipeline-{a.stamp}" + ("-quick" if a.quick else ""))
     write_json(base + ".json", doc)
     with open(base + ".md", "w") as f:
         f.write(md)
     with open(base + ".svg", "w") as f:
         f.write(svg)
-    if not a.quick:
-        shutil.copyfile(base + ".json", os.path.join(a.results, "pipeline-latest.json"))
-        shutil.copyfile(base + ".svg", os.path.join(a.results, "pipeline-latest.svg"))
     if meta.get("perf"):
         with open(base + "-perf.txt", "w") as f:
             f.write(perf_text(meta["perf"]))
@@ -854,7 +849,7 @@ def main() -> int:
     base = write_outputs(a, meta, md, results_doc(meta, cfgs, runs, summ, targets, an, ses.redrawn),
                          svg_chart(meta, cfgs, summ))
     log(f"wrote {base}.json, {base}.md, {base}.svg"
-        + (", pipeline-latest.json, pipeline-latest.svg" if not a.quick else " (--quick: pipeline-latest.* untouched)")
+        + (f" (list the run in {a.results}/README.md)" if not a.quick else "")
         + " "
         f"({elapsed:.0f} s of runs)")
     if not configurations_ran(summ):

@@ -36,13 +36,13 @@
 #   stdout                                    markdown tables, ratios, targets
 #   bench/results/pipeline-<date>.md          the same
 #   bench/results/pipeline-<date>.json        every run and every median
-#   bench/results/pipeline-latest.json        copy of the above
-#   bench/results/pipeline-latest.svg         throughput / latency chart
+#   bench/results/pipeline-<date>.svg         throughput / latency chart
 #   bench/results/pipeline-<date>-perf.txt    perf output (full mode)
-# --quick writes target/bench/pipeline-<date>-quick.{md,json,svg} instead
-# (bench/results/ holds the tracked full runs, and its pipeline-latest.*
-# files stay those of the last full run).
-# See bench/README.md, section "Forwarding pipeline".
+# --quick writes target/bench/pipeline-<date>-quick.{md,json,svg} instead.
+# bench/results/ tracks the latest full run of each bench, listed in
+# bench/results/README.md: a new full run replaces the previous one there
+# (git rm the old files, update the index).
+# See bench/README.md, "Pipeline bench".
 #
 # Usage: bench/pipeline.sh [options]
 #   --quick          net_null only: default point, on-full drop (tq, ring),

@@ -8,11 +8,12 @@
 #   stdout                                   the markdown table
 #   bench/results/queue-<date>.md            the same table
 #   bench/results/queue-<date>.json          all figures, every round
-#   bench/results/queue-latest.json          copy of the above
 #   bench/results/queue-<date>-ring_perf.log the raw dpdk-test output
 #   bench/results/queue-<date>-perf.txt      with --perf: perf stat output
-# --quick writes the same files under target/bench/ instead (bench/results/
-# holds the tracked full runs) and no queue-latest.json.
+# --quick writes the same files under target/bench/ instead.
+# bench/results/ tracks the latest full run of each bench, listed in
+# bench/results/README.md: a new full run replaces the previous one there
+# (git rm the old files, update the index).
 # See bench/README.md for what every column means.
 #
 # Usage: bench/queue.sh [options] [-- extra tqfwd-queue-bench options]
@@ -157,8 +158,7 @@ fi
 if [ "$QUICK" = 1 ]; then
     echo "queue.sh: wrote $MD, $JSON (--quick: bench/results/ untouched)" >&2
 else
-    cp "$JSON" "$RESULTS/queue-latest.json"
-    echo "queue.sh: wrote $MD, $JSON, $RESULTS/queue-latest.json" >&2
+    echo "queue.sh: wrote $MD, $JSON (list the run in $RESULTS/README.md)" >&2
 fi
 
 if [ "$PERF" = 1 ]; then

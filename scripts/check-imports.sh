@@ -7,7 +7,9 @@
 # (`pub use plan::Plan`) counts as the file that defines it; `mod x;`
 # itself is no edge, nor is a file's use of itself. Comments and string
 # literals are skipped, and so are visibility paths (`pub(in crate::x)`);
-# `#[cfg(test)]` modules count like any code.
+# `#[cfg(test)]` modules count like any code. Each binary (src/main.rs,
+# src/bin/x.rs, src/bin/x/main.rs and its modules) is a crate of its own:
+# its `crate::` paths lead to its own files, `tqfwd::` to the library's.
 #
 #   scripts/check-imports.sh            # src/ of this repository
 #   scripts/check-imports.sh --edges    # also print every edge
@@ -68,32 +70,51 @@ def strip(text):
             out.append(c); i += 1
     return "".join(out)
 
-# Every file and its module path: src/lib.rs = [], src/a/mod.rs = [a],
-# src/a/b.rs = [a, b]. Binaries (main.rs, bin/*.rs) are crates of their
-# own that reach the library as `tqfwd::`.
+# Every file, its crate and its module path in that crate. The library:
+# src/lib.rs = [], src/a/mod.rs = [a], src/a/b.rs = [a, b]. Each binary is
+# a crate of its own, with its own `crate::` root: src/main.rs, src/bin/x.rs
+# and src/bin/x/main.rs are roots ([]), src/bin/x/a.rs = [a] and
+# src/bin/x/a/b.rs = [a, b] in crate bin/x. A binary reaches the library
+# as `tqfwd::`.
 files = {}
 for d, _, names in os.walk(root):
     for f in names:
         if f.endswith(".rs"):
             p = os.path.relpath(os.path.join(d, f), root)
             files[p] = None
-lib_mods = {}
-for p in files:
+
+def crate_and_module(p):
     parts = p[:-3].split("/")
-    if p in ("main.rs",) or parts[0] == "bin" or p == "lib.rs":
-        continue
+    if p == "main.rs":
+        return "main", []
+    if parts[0] == "bin":
+        if len(parts) == 2:
+            return "bin/" + parts[1], []
+        crate, parts = "bin/" + parts[1], parts[2:]
+        if parts == ["main"]:
+            return crate, []
+    else:
+        crate = "lib"
+        if p == "lib.rs":
+            return crate, []
     if parts[-1] == "mod":
         parts = parts[:-1]
-    lib_mods[tuple(parts)] = p
+    return crate, parts
+
+mods = {}
+for p in files:
+    crate, mod = crate_and_module(p)
+    mods[(crate, tuple(mod))] = p
 crate_name = "tqfwd"
 
 def file_of(path):
-    """The file that holds module path `path` (its longest prefix that is
-    a file), and the rest of the path."""
-    for k in range(len(path), 0, -1):
-        if tuple(path[:k]) in lib_mods:
-            return lib_mods[tuple(path[:k])], list(path[k:])
-    return "lib.rs", list(path)
+    """The file that holds module path `path` = (crate, [segments]) (its
+    longest prefix that is a file), and the rest of the path."""
+    crate, segs = path
+    for k in range(len(segs), -1, -1):
+        if (crate, tuple(segs[:k])) in mods:
+            return mods[(crate, tuple(segs[:k]))], list(segs[k:])
+    return "lib.rs", list(segs)
 
 IDENT = r"[A-Za-z_][A-Za-z0-9_]*"
 
@@ -155,13 +176,7 @@ for p in sorted(files):
     # A visibility path (`pub(in crate::dpdk)`) says where an item may be
     # seen, not what the file uses: blanked like a comment.
     code = re.sub(r"pub\s*\(\s*in\s+[^)]*\)", lambda m: " " * len(m.group(0)), strip(text))
-    parts = p[:-3].split("/")
-    if p == "main.rs" or parts[0] == "bin":
-        base, is_bin = [], True
-    elif p == "lib.rs":
-        base, is_bin = [], False
-    else:
-        base, is_bin = (parts[:-1] if parts[-1] == "mod" else parts), False
+    crate, base = crate_and_module(p)
     # inline modules: (start, end, name)
     inline = []
     for m in re.finditer(r"(?<![A-Za-z0-9_])mod\s+(" + IDENT + r")\s*\{", code):
@@ -178,20 +193,19 @@ for p in sorted(files):
                 path.append(name)
         return path
     children = set(re.findall(r"(?<![A-Za-z0-9_])mod\s+(" + IDENT + r")\s*[;{]", code))
-    info[p] = dict(code=code, module_at=module_at, children=children, is_bin=is_bin, base=base)
+    info[p] = dict(code=code, module_at=module_at, children=children, crate=crate, base=base)
 
 def absolute(p, off, segs):
-    """The crate path of `segs` as written at offset `off` of file `p`, or
-    None when it leaves the library (std, clap, a binary's own modules)."""
+    """The path (crate, [segments]) of `segs` as written at offset `off` of
+    file `p`, or None when it leaves this project (std, clap, ...)."""
     i = info[p]
+    crate = i["crate"]
     here = i["module_at"](off)
     s = list(segs)
     if s[0] == "crate":
-        if i["is_bin"]:
-            return None
-        return s[1:]
-    if s[0] == crate_name and i["is_bin"]:
-        return s[1:]
+        return crate, s[1:]
+    if s[0] == crate_name and crate != "lib":
+        return "lib", s[1:]
     if s[0] in ("super", "self"):
         cur = list(here)
         while s and s[0] in ("super", "self"):
@@ -200,11 +214,9 @@ def absolute(p, off, segs):
                     return None
                 cur = cur[:-1]
             s = s[1:]
-        if i["is_bin"] and len(cur) == 0:
-            return None
-        return cur + s
-    if s[0] in i["children"] and not i["is_bin"]:
-        return here + s
+        return crate, cur + s
+    if s[0] in i["children"]:
+        return crate, here + s
     return None
 
 # Re-exports: file -> {name: crate path}
@@ -229,7 +241,8 @@ for p, i in info.items():
 def resolve(path, depth=0):
     f, rest = file_of(path)
     if rest and depth < 8 and rest[0] in reexports.get(f, {}):
-        target = reexports[f][rest[0]] + rest[1:]
+        crate, segs = reexports[f][rest[0]]
+        target = (crate, segs + rest[1:])
         if target != path:
             return resolve(target, depth + 1)
     return f
@@ -256,7 +269,7 @@ for p, i in info.items():
         segs = [m.group(1)] + [x for x in m.group(2).split("::") if x]
         a = absolute(p, m.start(), segs)
         if a is None and segs[0] in aliases:
-            a = aliases[segs[0]] + segs[1:]
+            a = (aliases[segs[0]][0], aliases[segs[0]][1] + segs[1:])
         if a is None:
             continue
         add(p, resolve(a), "::".join(segs))
@@ -323,10 +336,26 @@ sys.exit(1 if comps else 0)
 PY
 }
 
-# The checker must find a known cycle (a -> b -> mod.rs's re-export of a).
+# The checker must find two known cycles: in the library, a -> b -> mod.rs's
+# re-export of a; in a binary crate, whose `crate::` is its own root (its
+# module `m` is not the library's), m -> n -> m.
 selftest=$(mktemp -d)
 trap 'rm -rf "$selftest"' EXIT
-mkdir -p "$selftest/m"
+mkdir -p "$selftest/m" "$selftest/bin/x"
+cat >"$selftest/bin/x/main.rs" <<'EOF'
+mod m;
+mod n;
+fn main() { n::run(tqfwd::c::C) }
+EOF
+cat >"$selftest/bin/x/m.rs" <<'EOF'
+pub struct M;
+pub fn make() -> M { crate::n::touch(); M }
+EOF
+cat >"$selftest/bin/x/n.rs" <<'EOF'
+use crate::m::M;
+pub fn touch() {}
+pub fn run(_: tqfwd::c::C) { let _m: M = super::m::make(); }
+EOF
 cat >"$selftest/lib.rs" <<'EOF'
 pub mod m;
 pub mod c;
@@ -348,11 +377,13 @@ cat >"$selftest/c.rs" <<'EOF'
 pub struct C;
 EOF
 if out=$(check "$selftest"); then
-    echo "check-imports: self-test: the cycle m/a.rs -> m/b.rs -> m/a.rs was not found" >&2
+    echo "check-imports: self-test: the cycles m/a.rs -> m/b.rs and bin/x/m.rs -> bin/x/n.rs were not found" >&2
     echo "$out" >&2
     exit 2
 fi
 if ! grep -q "^cycle: $selftest/m/a.rs -> $selftest/m/b.rs -> $selftest/m/a.rs\$" <<<"$out" ||
+    ! grep -q "^cycle: $selftest/bin/x/m.rs -> $selftest/bin/x/n.rs -> $selftest/bin/x/m.rs\$" <<<"$out" ||
+    ! grep -q ", 2 cycle(s)\$" <<<"$out" ||
     grep -q "/c\.rs" <<<"$out"; then
     echo "check-imports: self-test: unexpected report:" >&2
     echo "$out" >&2

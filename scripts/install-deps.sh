@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what tqfwd needs on Debian 12, only when it is missing:
-# DPDK 22.11 (runtime, headers, testpmd/dpdk-test), pkg-config, clang and
+# DPDK 22.11 (runtime, headers, testpmd/dpdk-test/dpdk-dumpcap), pkg-config, clang and
 # libclang (bindgen), iproute2 and ethtool (kernel-peer tests), what the
 # Debian package and its tests use (dpkg-dev, lintian, man-db,
 # bash-completion, systemd, prometheus and promtool), a Rust toolchain
@@ -10,10 +10,15 @@ set -euo pipefail
 need=()
 pkg-config --exists libdpdk 2>/dev/null || need+=(libdpdk-dev dpdk-dev)
 command -v dpdk-testpmd >/dev/null 2>&1 || need+=(dpdk)
+# tests/capture.rs attaches dpdk-dumpcap (package dpdk-dev) to tqfwd.
+command -v dpdk-dumpcap >/dev/null 2>&1 || need+=(dpdk-dev)
 command -v pkg-config >/dev/null 2>&1 || need+=(pkg-config)
 command -v clang >/dev/null 2>&1 || need+=(clang)
 ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need+=(libclang-dev)
-command -v kill >/dev/null 2>&1 || need+=(procps)
+# procps: sysctl (the namespace tests) and kill; `kill` alone is a shell
+# builtin and would always be found.
+command -v sysctl >/dev/null 2>&1 || need+=(procps)
+# stdbuf (the memif tests' testpmd peers) is coreutils, always present.
 # tests/peers.rs (kernel peer in network namespaces): ip netns + veth, and
 # ethtool to turn TX checksum offload off in the sending namespace.
 command -v ip >/dev/null 2>&1 || need+=(iproute2)
@@ -46,6 +51,9 @@ if [ ${#need[@]} -gt 0 ]; then
         trap 'rm -f /usr/sbin/policy-rc.d' EXIT
     fi
     apt-get update -q
+    # A package named twice (dpdk-dev for the headers and for dumpcap) is
+    # installed once.
+    mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
     apt-get install -y -q --no-install-recommends "${need[@]}"
 fi
 if ! command -v cargo >/dev/null 2>&1; then

@@ -2,7 +2,6 @@
 //! the queues), with every frame accounted for and no stall afterwards.
 
 use crate::common::*;
-use std::time::Duration;
 use tqfwd::testkit::{gen, pcap};
 
 /// 600 mbufs behind 1024-packet queues and a slowed worker (128 RX
@@ -15,7 +14,7 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
     let dir = scratch("nombuf");
     let frames = gen::udp_stream(64, 20_000, 64);
     let vdevs = one_way_pcap_ports(&dir, &frames);
-    let run = run_tqfwd(
+    let run = run_2s_clean(
         &dir,
         &eal_args("0-1", &vdevs),
         &[
@@ -31,14 +30,8 @@ fn mempool_exhaustion_counts_nombuf_and_recovers() {
             "0:300",
             "--on-full",
             "wait",
-            "--duration",
-            "2",
-            "--stats-interval",
-            "0",
         ],
-        Duration::from_secs(60),
     );
-    assert_clean_end(&run);
     let j = run.json();
     let p0 = &j["ports"][0];
     let nombuf = p0["hw_rx_nombuf"].as_u64().unwrap();
@@ -155,7 +148,7 @@ fn port_error_counters_in_summary_and_json() {
         })
         .collect();
     let vdevs = one_way_pcap_ports(&dir, &frames);
-    let run = run_tqfwd(
+    let run = run_2s_clean(
         &dir,
         &eal_args("0-1", &vdevs),
         &[
@@ -173,14 +166,8 @@ fn port_error_counters_in_summary_and_json() {
             "0:300",
             "--on-full",
             "wait",
-            "--duration",
-            "2",
-            "--stats-interval",
-            "0",
         ],
-        Duration::from_secs(60),
     );
-    assert_clean_end(&run);
     let j = run.json();
     for (i, p) in j["ports"].as_array().unwrap().iter().enumerate() {
         for key in ["hw_ierrors", "hw_oerrors", "hw_imissed", "hw_rx_nombuf"] {

@@ -20,7 +20,6 @@
 use crate::common::*;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 use tqfwd::testkit::gen::{self, Flow};
 use tqfwd::testkit::pcap;
 use tqfwd::wire::{self, FrameClass};
@@ -507,22 +506,11 @@ fn through_pipeline(backend: &str) {
             dir.join("out1.pcap").display()
         ),
     ];
-    let run = run_tqfwd(
+    let run = run_2s_clean(
         &dir,
         &eal_args("0-1", &vdevs),
-        &[
-            "--backend",
-            backend,
-            "--on-full",
-            "wait",
-            "--duration",
-            "2",
-            "--stats-interval",
-            "0",
-        ],
-        Duration::from_secs(60),
+        &["--backend", backend, "--on-full", "wait"],
     );
-    assert_clean_end(&run);
     let j = run.json();
     assert_eq!(j["backend"], backend);
 

@@ -231,7 +231,7 @@ fn stalled_single_worker_is_dropped_in_drop_mode() {
     for backend in ["tq", "ring"] {
         let dir = scratch(&format!("stall-one-{backend}"));
         let run_with = |on_full: &str| {
-            let run = run_tqfwd(
+            run_2s_clean(
                 &dir,
                 &eal_args("0-1", &null_ports()),
                 &[
@@ -241,15 +241,8 @@ fn stalled_single_worker_is_dropped_in_drop_mode() {
                     on_full,
                     "--debug-stall-worker",
                     "0:400",
-                    "--duration",
-                    "2",
-                    "--stats-interval",
-                    "0",
                 ],
-                Duration::from_secs(60),
-            );
-            assert_clean_end(&run);
-            run
+            )
         };
         let drop = run_with("drop");
         let j = drop.json();
@@ -283,23 +276,11 @@ fn no_standing_queue_under_overload() {
     let _g = serial();
     for backend in ["tq", "ring"] {
         let dir = scratch(&format!("standing-{backend}"));
-        let run = run_tqfwd(
+        let run = run_2s_clean(
             &dir,
             &eal_args("0-1", &null_ports()),
-            &[
-                "--backend",
-                backend,
-                "--on-full",
-                "wait",
-                "--latency",
-                "--duration",
-                "2",
-                "--stats-interval",
-                "0",
-            ],
-            Duration::from_secs(60),
+            &["--backend", backend, "--on-full", "wait", "--latency"],
         );
-        assert_clean_end(&run);
         let j = run.json();
         assert!(
             u(j, "rx_packets") > 1_000_000,
@@ -327,29 +308,17 @@ fn no_standing_queue_under_overload() {
 /// the forwarder's capacity.
 #[test]
 fn rx_rate_is_honoured() {
-    let _g = serial();
-    for backend in ["tq", "ring"] {
-        let dir = scratch(&format!("rate-{backend}"));
-        let run = run_tqfwd(
-            &dir,
-            &eal_args("0-1", &null_ports()),
-            &[
-                "--backend",
-                backend,
-                "--rx-rate",
-                "1",
-                "--depth",
-                "8192",
-                "--drop-after",
-                "50000",
-                "--duration",
-                "2",
-                "--stats-interval",
-                "0",
-            ],
-            Duration::from_secs(60),
-        );
-        assert_clean_end(&run);
+    let app = [
+        "--rx-rate",
+        "1",
+        "--depth",
+        "8192",
+        "--drop-after",
+        "50000",
+        "--duration",
+        "2",
+    ];
+    each_backend_drops_nothing("rate", &app, "drops below capacity", |backend, run| {
         let j = run.json();
         let mpps = j["rx_mpps"].as_f64().unwrap();
         assert!(
@@ -357,13 +326,33 @@ fn rx_rate_is_honoured() {
             "{backend}: --rx-rate 1 gave {mpps} Mpps\n{}",
             run.describe()
         );
+        assert_eq!(u(j, "rx_packets"), u(j, "tx_packets"));
+    });
+}
+
+/// For each backend, a clean run on null ports with `--backend B`, `app`
+/// and no stats lines, that drops nothing (`why` says what a drop would
+/// mean); `check` looks at the run further.
+fn each_backend_drops_nothing(name: &str, app: &[&str], why: &str, check: impl Fn(&str, &Run)) {
+    let _g = serial();
+    for backend in ["tq", "ring"] {
+        let dir = scratch(&format!("{name}-{backend}"));
+        let mut args = vec!["--backend", backend, "--stats-interval", "0"];
+        args.extend_from_slice(app);
+        let run = run_tqfwd(
+            &dir,
+            &eal_args("0-1", &null_ports()),
+            &args,
+            Duration::from_secs(60),
+        );
+        assert_clean_end(&run);
+        check(backend, &run);
         assert_eq!(
-            u(j, "drops_total"),
+            u(run.json(), "drops_total"),
             0,
-            "{backend}: drops below capacity\n{}",
+            "{backend}: {why}\n{}",
             run.describe()
         );
-        assert_eq!(u(j, "rx_packets"), u(j, "tx_packets"));
         let _ = std::fs::remove_dir_all(&dir);
     }
 }
@@ -374,37 +363,20 @@ fn rx_rate_is_honoured() {
 /// must all fit (the drop mode's hold would drop them otherwise).
 #[test]
 fn depth_holds_packets_at_small_bursts() {
-    let _g = serial();
-    for backend in ["tq", "ring"] {
-        let dir = scratch(&format!("smallbursts-{backend}"));
-        let run = run_tqfwd(
-            &dir,
-            &eal_args("0-1", &null_ports()),
-            &[
-                "--backend",
-                backend,
-                "--depth",
-                "2048",
-                "--rx-rate",
-                "0.05",
-                "--debug-stall-worker",
-                "0:20",
-                "--duration",
-                "1",
-                "--stats-interval",
-                "0",
-            ],
-            Duration::from_secs(60),
-        );
-        assert_clean_end(&run);
-        let j = run.json();
-        assert!(u(j, "rx_packets") > 20_000, "{}", run.describe());
-        assert_eq!(
-            u(j, "drops_total"),
-            0,
-            "{backend}: --depth 2048 did not hold a 20 ms stall at 50 kpps\n{}",
-            run.describe()
-        );
-        let _ = std::fs::remove_dir_all(&dir);
-    }
+    let app = [
+        "--depth",
+        "2048",
+        "--rx-rate",
+        "0.05",
+        "--debug-stall-worker",
+        "0:20",
+        "--duration",
+        "1",
+    ];
+    each_backend_drops_nothing(
+        "smallbursts",
+        &app,
+        "--depth 2048 did not hold a 20 ms stall at 50 kpps",
+        |_, run| assert!(u(run.json(), "rx_packets") > 20_000, "{}", run.describe()),
+    );
 }

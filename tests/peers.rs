@@ -249,6 +249,50 @@ impl MemifChain {
             gen,
         })
     }
+
+    /// [`start`](Self::start) with `app` and the options every chain test
+    /// adds (`--link-timeout 10`, every packet a latency sample), then
+    /// waits at least `warm` and until the sink has seen packets (at most
+    /// 30 s).
+    fn start_forwarding(test: &str, app: &[&str], warm: Duration) -> Option<MemifChain> {
+        let mut args = app.to_vec();
+        args.extend(["--link-timeout", "10", "--latency", "--latency-sample", "1"]);
+        let mut c = MemifChain::start(test, &args)?;
+        let t = Instant::now();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            if port_stats(&mut c.sink).0 > 0 && t.elapsed() > warm {
+                return Some(c);
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "no packets at the sink after 30 s\n--- tqfwd ---\n{}\n--- generator ---\n{}\n--- sink ---\n{}",
+                c.tq.text(),
+                c.gen.text(),
+                c.sink.text()
+            );
+        }
+    }
+}
+
+/// The count of testpmd `p`'s port 0 once nothing is in flight: the same
+/// twice, 500 ms apart (at most 20 s).
+fn settled_count(p: &mut Proc) -> u64 {
+    let mut last = port_stats(p).0;
+    let settle = Instant::now();
+    loop {
+        std::thread::sleep(Duration::from_millis(500));
+        let rx = port_stats(p).0;
+        if rx == last {
+            return rx;
+        }
+        last = rx;
+        assert!(
+            settle.elapsed() < Duration::from_secs(20),
+            "the count never settled\n{}",
+            p.text()
+        );
+    }
 }
 
 /// testpmd txonly → memif → tqfwd → memif → testpmd rxonly.
@@ -271,64 +315,24 @@ fn memif_chain(backend: &str) {
     let _g = serial();
     let test = format!("memif_testpmd_chain_{backend}");
     let t0 = Instant::now();
-    let app = [
-        "--backend",
-        backend,
-        "--stats-interval",
-        "1",
-        "--link-timeout",
-        "10",
-        "--latency",
-        "--latency-sample",
-        "1",
-    ];
+    // Traffic for at least 2 s and until the sink has seen some of it.
+    let app = ["--backend", backend, "--stats-interval", "1"];
     let Some(MemifChain {
         dir,
         json_path,
         mut tq,
         mut sink,
         mut gen,
-    }) = MemifChain::start(&test, &app)
+    }) = MemifChain::start_forwarding(&test, &app, Duration::from_secs(2))
     else {
         return;
     };
-    let traffic_start = Instant::now();
-
-    // Traffic for at least 2 s and until the sink has seen some of it.
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let (rx, _) = port_stats(&mut sink);
-        if rx > 0 && traffic_start.elapsed() > Duration::from_secs(2) {
-            break;
-        }
-        assert!(
-            traffic_start.elapsed() < Duration::from_secs(30),
-            "no packets at the sink after 30 s\n--- tqfwd ---\n{}\n--- generator ---\n{}\n--- sink ---\n{}",
-            tq.text(),
-            gen.text(),
-            sink.text()
-        );
-    }
 
     // 1. The generator stops sending (its port stays connected).
     let (_, gen_tx) = stop_forwarding(&mut gen);
 
     // 2. Nothing in flight: the sink's count is the same twice, 500 ms apart.
-    let mut last = port_stats(&mut sink).0;
-    let settle = Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let rx = port_stats(&mut sink).0;
-        if rx == last {
-            break;
-        }
-        last = rx;
-        assert!(
-            settle.elapsed() < Duration::from_secs(20),
-            "the sink's count never settled\n{}",
-            sink.text()
-        );
-    }
+    settled_count(&mut sink);
     // 3. The sink's count, read while it is still connected.
     let (sink_rx, _) = stop_forwarding(&mut sink);
 
@@ -571,6 +575,65 @@ const DATAGRAMS: u64 = 8000;
 /// KiB, a few hundred datagrams).
 const PPS: &str = "4000";
 
+/// tqfwd on the kernel-peer ports, forwarding: started once both links are
+/// up (the veths are), so this waits for its "forwarding: …" log line, or
+/// past --link-timeout (5 s) at the latest.
+fn spawn_forwarding(prefix: &str, vdevs: &[String], app: &[&str], json: &Path) -> Proc {
+    let mut tq = Proc::spawn("tqfwd", &mut tqfwd_cmd(prefix, vdevs, app, json));
+    let spawned = Instant::now();
+    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
+        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
+    })
+    .unwrap();
+    tq
+}
+
+/// The UDP receiver in namespace B, listening, expecting `count`
+/// datagrams within `timeout_s` seconds.
+fn kernel_receiver(ns: &NetnsPair, count: u64, timeout_s: &str) -> Proc {
+    let expect = count.to_string();
+    let mut recv = Proc::spawn(
+        "udp receiver",
+        ns.exec_prio(&ns.b, peer_bin()).args([
+            "recv",
+            "--bind",
+            "10.77.0.2:9000",
+            "--expect",
+            &expect,
+            "--timeout",
+            timeout_s,
+        ]),
+    );
+    recv.wait_until("listening", Duration::from_secs(10), |t| {
+        t.contains("listening on")
+    })
+    .unwrap();
+    recv
+}
+
+/// The UDP sender in namespace A: `count` datagrams over [`FLOWS`] flows
+/// from source ports `src_port_base`.., at [`PPS`], after a 500 ms
+/// warm-up datagram.
+fn kernel_sender(ns: &NetnsPair, count: u64, src_port_base: &str) -> Command {
+    let mut cmd = ns.exec_prio(&ns.a, peer_bin());
+    cmd.args([
+        "send",
+        "--dst",
+        "10.77.0.2:9000",
+        "--flows",
+        &FLOWS.to_string(),
+        "--count",
+        &count.to_string(),
+        "--src-port-base",
+        src_port_base,
+        "--pps",
+        PPS,
+        "--warmup-ms",
+        "500",
+    ]);
+    cmd
+}
+
 /// The two namespaces and veths of a kernel-peer test, or None (after
 /// saying why) where the tools or the privileges are missing.
 fn kernel_namespaces(test: &str) -> Option<NetnsPair> {
@@ -647,54 +710,10 @@ fn kernel_peer(backend: &str) {
         "--link-timeout",
         "5",
     ];
-    let mut tq = Proc::spawn(
-        "tqfwd",
-        &mut tqfwd_cmd(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path),
-    );
-    // Forwarding starts once both links are up (the veths are): wait for
-    // its "forwarding: …" log line, or past --link-timeout at the latest.
-    let spawned = Instant::now();
-    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
-        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
-    })
-    .unwrap();
-
-    let expect = DATAGRAMS.to_string();
-    let mut recv = Proc::spawn(
-        "udp receiver",
-        ns.exec_prio(&ns.b, peer_bin()).args([
-            "recv",
-            "--bind",
-            "10.77.0.2:9000",
-            "--expect",
-            &expect,
-            "--timeout",
-            "30",
-        ]),
-    );
-    recv.wait_until("listening", Duration::from_secs(10), |t| {
-        t.contains("listening on")
-    })
-    .unwrap();
+    let mut tq = spawn_forwarding(&unique_name("tqfwdpeer"), &vdevs, &app, &json_path);
+    let mut recv = kernel_receiver(&ns, DATAGRAMS, "30");
     // One warm-up datagram resolves ARP (through tqfwd) before the counted ones.
-    let flows = FLOWS.to_string();
-    let send = ns
-        .exec_prio(&ns.a, peer_bin())
-        .args([
-            "send",
-            "--dst",
-            "10.77.0.2:9000",
-            "--flows",
-            &flows,
-            "--count",
-            &expect,
-            "--src-port-base",
-            "40000",
-            "--pps",
-            PPS,
-            "--warmup-ms",
-            "500",
-        ])
+    let send = kernel_sender(&ns, DATAGRAMS, "40000")
         .output()
         .expect("run sender");
     let send_text =
@@ -818,52 +837,10 @@ fn link_down_up_while_forwarding() {
         "--link-timeout",
         "5",
     ];
-    let mut tq = Proc::spawn(
-        "tqfwd",
-        &mut tqfwd_cmd(&unique_name("tqfwdflap"), &vdevs, &app, &json_path),
-    );
-    let spawned = Instant::now();
-    tq.wait_until("forwarding", Duration::from_secs(20), |t| {
-        t.contains("forwarding") || spawned.elapsed() > Duration::from_secs(6)
-    })
-    .unwrap();
+    let mut tq = spawn_forwarding(&unique_name("tqfwdflap"), &vdevs, &app, &json_path);
     const COUNT: u64 = 12_000; // 3 s at 4000 datagrams/s over FLOWS flows
-    let expect = COUNT.to_string();
-    let mut recv = Proc::spawn(
-        "udp receiver",
-        ns.exec_prio(&ns.b, peer_bin()).args([
-            "recv",
-            "--bind",
-            "10.77.0.2:9000",
-            "--expect",
-            &expect,
-            "--timeout",
-            "8",
-        ]),
-    );
-    recv.wait_until("listening", Duration::from_secs(10), |t| {
-        t.contains("listening on")
-    })
-    .unwrap();
-    let flows = FLOWS.to_string();
-    let mut send = Proc::spawn(
-        "udp sender",
-        ns.exec_prio(&ns.a, peer_bin()).args([
-            "send",
-            "--dst",
-            "10.77.0.2:9000",
-            "--flows",
-            &flows,
-            "--count",
-            &expect,
-            "--src-port-base",
-            "41000",
-            "--pps",
-            PPS,
-            "--warmup-ms",
-            "500",
-        ]),
-    );
+    let mut recv = kernel_receiver(&ns, COUNT, "8");
+    let mut send = Proc::spawn("udp sender", &mut kernel_sender(&ns, COUNT, "41000"));
     // 0.5 s warm-up, then ~1 s of traffic, then the link flaps.
     std::thread::sleep(Duration::from_millis(1500));
     let down = run_cmd("ip", &["link", "set", "dev", &ns.host_b, "down"]);
@@ -926,39 +903,17 @@ fn tx_stall(on_full: &str) {
     let _g = serial();
     let test = format!("tx_stall_{on_full}");
     let t0 = Instant::now();
-    let app = [
-        "--on-full",
-        on_full,
-        "--stats-interval",
-        "0.5",
-        "--link-timeout",
-        "10",
-        "--latency",
-        "--latency-sample",
-        "1",
-    ];
+    let app = ["--on-full", on_full, "--stats-interval", "0.5"];
     let Some(MemifChain {
         dir,
         json_path,
         mut tq,
         mut sink,
         mut gen,
-    }) = MemifChain::start(&test, &app)
+    }) = MemifChain::start_forwarding(&test, &app, Duration::from_secs(1))
     else {
         return;
     };
-    let start = Instant::now();
-    loop {
-        std::thread::sleep(Duration::from_millis(300));
-        if port_stats(&mut sink).0 > 0 && start.elapsed() > Duration::from_secs(1) {
-            break;
-        }
-        assert!(
-            start.elapsed() < Duration::from_secs(30),
-            "no packets at the sink\n{}",
-            tq.text()
-        );
-    }
     // The sink stops reading for 1.5 s, then reads again.
     stop_forwarding(&mut sink);
     let stalled_at = port_stats(&mut sink).0;
@@ -970,16 +925,7 @@ fn tx_stall(on_full: &str) {
     .unwrap();
     std::thread::sleep(Duration::from_millis(1500));
     let (_, gen_tx) = stop_forwarding(&mut gen);
-    let mut last = port_stats(&mut sink).0;
-    loop {
-        std::thread::sleep(Duration::from_millis(500));
-        let rx = port_stats(&mut sink).0;
-        if rx == last {
-            break;
-        }
-        last = rx;
-    }
-    let sink_rx = last;
+    let sink_rx = settled_count(&mut sink);
     stop_forwarding(&mut sink);
     tq.signal("INT");
     let run = finish_tqfwd(&mut tq, &json_path, t0);

@@ -218,12 +218,7 @@ impl Port {
         let mut info = sys::rte_eth_dev_info::default();
         // SAFETY: valid out-pointer to a zeroed struct.
         let ret = unsafe { sys::rte_eth_dev_info_get(self.0, &mut info) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_dev_info_get(port {})", self.0),
-                ret,
-            ));
-        }
+        control_result("rte_eth_dev_info_get", self.0, ret)?;
         let driver = if info.driver_name.is_null() {
             String::from("?")
         } else {
@@ -342,25 +337,13 @@ impl Port {
     pub fn adjust_descriptors(self, rxd: &mut u16, txd: &mut u16) -> Result<(), DpdkError> {
         // SAFETY: valid pointers to u16.
         let ret = unsafe { sys::rte_eth_dev_adjust_nb_rx_tx_desc(self.0, rxd, txd) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_dev_adjust_nb_rx_tx_desc(port {})", self.0),
-                ret,
-            ));
-        }
-        Ok(())
+        control_result("rte_eth_dev_adjust_nb_rx_tx_desc", self.0, ret)
     }
 
     pub fn start(self) -> Result<(), DpdkError> {
         // SAFETY: configured port.
         let ret = unsafe { sys::rte_eth_dev_start(self.0) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_dev_start(port {})", self.0),
-                ret,
-            ));
-        }
-        Ok(())
+        control_result("rte_eth_dev_start", self.0, ret)
     }
 
     /// Stops the port: its RX descriptors' mbufs go back to the pool.
@@ -371,13 +354,7 @@ impl Port {
     pub(crate) fn stop(self) -> Result<(), DpdkError> {
         // SAFETY: valid port id; no burst on it is in progress (above).
         let ret = unsafe { sys::rte_eth_dev_stop(self.0) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_dev_stop(port {})", self.0),
-                ret,
-            ));
-        }
-        Ok(())
+        control_result("rte_eth_dev_stop", self.0, ret)
     }
 
     /// Closes the port: its queues' mbufs go back to the pool.
@@ -388,25 +365,13 @@ impl Port {
     pub(crate) fn close(self) -> Result<(), DpdkError> {
         // SAFETY: stopped port, no burst on it in progress.
         let ret = unsafe { sys::rte_eth_dev_close(self.0) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_dev_close(port {})", self.0),
-                ret,
-            ));
-        }
-        Ok(())
+        control_result("rte_eth_dev_close", self.0, ret)
     }
 
     pub fn enable_promiscuous(self) -> Result<(), DpdkError> {
         // SAFETY: valid port id.
         let ret = unsafe { sys::rte_eth_promiscuous_enable(self.0) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_promiscuous_enable(port {})", self.0),
-                ret,
-            ));
-        }
-        Ok(())
+        control_result("rte_eth_promiscuous_enable", self.0, ret)
     }
 
     pub fn link(self) -> Option<LinkStatus> {
@@ -427,12 +392,7 @@ impl Port {
         let mut addr = sys::rte_ether_addr::default();
         // SAFETY: valid out-pointer.
         let ret = unsafe { sys::rte_eth_macaddr_get(self.0, &mut addr) };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!("rte_eth_macaddr_get(port {})", self.0),
-                ret,
-            ));
-        }
+        control_result("rte_eth_macaddr_get", self.0, ret)?;
         Ok(addr.addr_bytes)
     }
 
@@ -451,6 +411,27 @@ impl Port {
             oerrors: s.oerrors,
             rx_nombuf: s.rx_nombuf,
         }
+    }
+}
+
+/// The result of a control-path call (`rte_eth_dev_start`, `_stop`,
+/// `_close`, set-up and queries; never a burst) on `port` that returned
+/// `ret`: Ok for 0, else the error naming the call and the port.
+fn control_result(call: &str, port: u16, ret: i32) -> Result<(), DpdkError> {
+    checked(ret, || format!("{call}(port {port})"))
+}
+
+/// [`control_result`] for a call on queue `queue` of `port` (its set-up).
+fn queue_control_result(call: &str, port: u16, queue: u16, ret: i32) -> Result<(), DpdkError> {
+    checked(ret, || format!("{call}(port {port}, queue {queue})"))
+}
+
+/// Ok for `ret` 0, else the error of the call `what` names.
+fn checked(ret: i32, what: impl FnOnce() -> String) -> Result<(), DpdkError> {
+    if ret == 0 {
+        Ok(())
+    } else {
+        Err(DpdkError::from_ret(what(), ret))
     }
 }
 
@@ -484,16 +465,7 @@ impl RxQueue {
                 pool.raw(),
             )
         };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!(
-                    "rte_eth_rx_queue_setup(port {}, queue {})",
-                    self.port, self.queue
-                ),
-                ret,
-            ));
-        }
-        Ok(())
+        queue_control_result("rte_eth_rx_queue_setup", self.port, self.queue, ret)
     }
 
     /// Receives up to `max` mbufs into the free tail of `burst`.
@@ -555,16 +527,7 @@ impl TxQueue {
                 std::ptr::null(),
             )
         };
-        if ret != 0 {
-            return Err(DpdkError::from_ret(
-                format!(
-                    "rte_eth_tx_queue_setup(port {}, queue {})",
-                    self.port, self.queue
-                ),
-                ret,
-            ));
-        }
-        Ok(())
+        queue_control_result("rte_eth_tx_queue_setup", self.port, self.queue, ret)
     }
 
     /// Transmits from the front of `burst`; the sent mbufs now belong to the

@@ -97,6 +97,32 @@ impl std::error::Error for QueueError {}
 /// in the queue, whatever the sizes of its sends, in as many units of
 /// `burst` item slots (1..=[`MAX_BURST`]). Arenas come from `mem`; one
 /// above [`MAX_ARENA_BYTES`] is refused ([`QueueError::TooLarge`]).
+///
+/// The shared form: every producer publishes to the one consumer's list.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tqfwd::queue::{self, GlobalMemory};
+///
+/// // Two producers, 1024 items in all (512 each), units of 32 items.
+/// let (mut txs, mut rx) = queue::channel::<u64>(2, 1024, 32, Arc::new(GlobalMemory))?;
+/// assert_eq!(rx.producers(), 2);
+/// let mut tx1 = txs.pop().unwrap();
+/// let handle = std::thread::spawn(move || tx1.send_slice(&[10, 11, 12]));
+/// assert_eq!(txs[0].send_slice(&[1, 2, 3]), 3);
+/// assert_eq!(handle.join().unwrap(), 3);
+///
+/// let mut got = Vec::new();
+/// while got.len() < 6 {
+///     rx.recv(usize::MAX, |item| got.push(item));
+/// }
+/// got.sort();
+/// assert_eq!(got, [1, 2, 3, 10, 11, 12]);
+///
+/// // A depth that is not a power of two is refused.
+/// assert!(queue::channel::<u64>(1, 1000, 32, Arc::new(GlobalMemory)).is_err());
+/// # Ok::<(), tqfwd::queue::QueueError>(())
+/// ```
 pub fn channel<T: Send>(
     producers: usize,
     depth: usize,
@@ -114,6 +140,32 @@ pub fn channel<T: Send>(
 /// the producer takes back in publish order
 /// ([`Producer::take_back_with`]). A producer's budget counts its items
 /// until it has taken them back, so `depth` bounds the whole trip.
+///
+/// ```
+/// use std::sync::Arc;
+/// use tqfwd::queue::{self, GlobalMemory};
+///
+/// let (mut txs, mut rx) = queue::round_trip::<u64>(1, 64, 8, Arc::new(GlobalMemory))?;
+/// let tx = &mut txs[0];
+/// assert_eq!(tx.send_slice(&[1, 2, 3, 4]), 4);
+///
+/// // The consumer works on the items where they lie (here: doubles them).
+/// let done = rx.recv_with(8, |items| {
+///     items.iter_mut().for_each(|x| *x *= 2);
+///     items.len()
+/// });
+/// assert_eq!(done, 4);
+///
+/// // The producer takes them back as the consumer left them.
+/// let mut back = Vec::new();
+/// tx.take_back_with(8, |items| {
+///     back.extend_from_slice(items);
+///     items.len()
+/// });
+/// assert_eq!(back, [2, 4, 6, 8]);
+/// assert_eq!(tx.outstanding(), 0);
+/// # Ok::<(), tqfwd::queue::QueueError>(())
+/// ```
 pub fn round_trip<T: Plain>(
     producers: usize,
     depth: usize,
@@ -140,6 +192,28 @@ pub fn round_trip_sharded<T: Plain>(
 /// [`channel`] (`depth` is the total capacity, so each shard holds
 /// `items_per_producer(producers, depth)` items and the footprint equals the
 /// shared-queue one).
+///
+/// ```
+/// use std::sync::Arc;
+/// use tqfwd::queue::{self, GlobalMemory};
+///
+/// // Three producers, each with a single-producer queue of 4096 / 3 items.
+/// let (mut txs, mut rx) = queue::sharded::<u64>(3, 4096, 32, Arc::new(GlobalMemory))?;
+/// assert_eq!(rx.shards().len(), 3);
+/// for (id, tx) in txs.iter_mut().enumerate() {
+///     assert_eq!(tx.send_slice(&[id as u64; 5]), 5);
+/// }
+///
+/// // The consumer polls the shards round-robin, FIFO per producer.
+/// let mut out = [0u64; 64];
+/// let mut n = 0;
+/// while n < 15 {
+///     n += rx.recv_slice(&mut out[n..]);
+/// }
+/// assert_eq!(out[..15].iter().sum::<u64>(), 5 * (0 + 1 + 2));
+/// assert!(rx.is_empty());
+/// # Ok::<(), tqfwd::queue::QueueError>(())
+/// ```
 pub fn sharded<T: Send>(
     producers: usize,
     depth: usize,

@@ -64,6 +64,29 @@ impl<T: Send> Consumer<T> {
     ///
     /// A panic in `sink` loses nothing: each item is marked read before it is
     /// handed out, and the next call carries on after it.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tqfwd::queue::{self, GlobalMemory};
+    ///
+    /// let (mut txs, mut rx) = queue::channel::<u64>(1, 1024, 32, Arc::new(GlobalMemory))?;
+    /// let mut tx = txs.pop().unwrap();
+    /// let producer = std::thread::spawn(move || {
+    ///     let items: Vec<u64> = (1..=100).collect();
+    ///     let mut sent = 0;
+    ///     while sent < items.len() {
+    ///         sent += tx.send_slice(&items[sent..]);
+    ///     }
+    /// });
+    /// let (mut n, mut sum) = (0, 0);
+    /// while n < 100 {
+    ///     n += rx.recv(32, |item| sum += item);
+    /// }
+    /// producer.join().unwrap();
+    /// assert_eq!(sum, 5050);
+    /// assert!(rx.is_empty());
+    /// # Ok::<(), tqfwd::queue::QueueError>(())
+    /// ```
     #[inline]
     pub fn recv(&mut self, max: usize, mut sink: impl FnMut(T)) -> usize {
         let mut got = 0;

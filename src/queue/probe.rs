@@ -30,6 +30,22 @@ impl<T> Probe<T> {
     /// Items in the queue: published and in units not yet returned (as for
     /// the budget, a partly read unit counts whole until its last item is
     /// read). A snapshot, at most [`capacity`](Self::capacity).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tqfwd::queue::{self, GlobalMemory};
+    ///
+    /// let (mut txs, mut rx) = queue::channel::<u64>(2, 64, 8, Arc::new(GlobalMemory))?;
+    /// let probe = rx.probe(); // may move to a monitoring thread
+    /// assert_eq!((probe.len(), probe.capacity()), (0, 64));
+    /// txs[0].send_slice(&[1; 8]);
+    /// txs[1].send_slice(&[2; 3]);
+    /// assert_eq!(probe.len(), 11);
+    /// let mut out = [0; 16];
+    /// while rx.recv_slice(&mut out) > 0 {}
+    /// assert!(probe.is_empty());
+    /// # Ok::<(), tqfwd::queue::QueueError>(())
+    /// ```
     pub fn len(&self) -> usize {
         let budget = self.shared.budget;
         self.shared

@@ -113,6 +113,22 @@ impl<T: Send> Producer<T> {
     /// pulls an item only when it has room for it, so on a full queue the
     /// rest stay in the iterator (handed back to the caller). Returns how
     /// many were taken.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tqfwd::queue::{self, GlobalMemory};
+    ///
+    /// // One producer that may hold 8 items in the queue.
+    /// let (mut txs, mut rx) = queue::channel::<String>(1, 8, 4, Arc::new(GlobalMemory))?;
+    /// let mut items = (0..10).map(|i| i.to_string());
+    /// assert_eq!(txs[0].send(&mut items), 8); // full: two items stay behind
+    /// assert_eq!(items.next().as_deref(), Some("8"));
+    ///
+    /// let mut got = Vec::new();
+    /// assert_eq!(rx.recv(3, |s| got.push(s)), 3);
+    /// assert_eq!(got, ["0", "1", "2"]);
+    /// # Ok::<(), tqfwd::queue::QueueError>(())
+    /// ```
     #[inline]
     pub fn send<I: Iterator<Item = T>>(&mut self, items: &mut I) -> usize {
         let burst = self.burst;
@@ -158,6 +174,22 @@ impl<T: Send> Producer<T> {
     /// published with **one** CAS (a Treiber push of a pre-linked segment),
     /// so a caller handing over several bursts at once pays for one
     /// contended RMW, not one per unit.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tqfwd::queue::{self, GlobalMemory};
+    ///
+    /// let (mut txs, mut rx) = queue::channel::<u32>(1, 16, 4, Arc::new(GlobalMemory))?;
+    /// let items: Vec<u32> = (0..20).collect();
+    /// assert_eq!(txs[0].send_slice(&items), 16); // a prefix: the queue holds 16
+    /// assert_eq!(txs[0].send_slice(&items[16..]), 0); // full until the consumer reads
+    ///
+    /// let mut out = [0u32; 16];
+    /// assert_eq!(rx.recv_slice(&mut out), 16);
+    /// assert_eq!(out[..], items[..16]);
+    /// assert_eq!(txs[0].send_slice(&items[16..]), 4); // room again
+    /// # Ok::<(), tqfwd::queue::QueueError>(())
+    /// ```
     #[inline]
     pub fn send_slice(&mut self, items: &[T]) -> usize
     where
@@ -219,6 +251,26 @@ impl<T: Send> Producer<T> {
     /// `fill`, and publishes the prefix it says it wrote, as one unit.
     /// `None` when the budget is spent (`fill` is not called); `Some(0)`
     /// when `fill` wrote nothing (the unit stays free).
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tqfwd::queue::{self, GlobalMemory};
+    ///
+    /// let (mut txs, mut rx) = queue::channel::<u64>(1, 64, 32, Arc::new(GlobalMemory))?;
+    /// // Write straight into one unit's slots (as RX receives into them).
+    /// let sent = txs[0].send_with(32, |slots| {
+    ///     for (i, s) in slots.iter_mut().take(5).enumerate() {
+    ///         *s = 100 + i as u64;
+    ///     }
+    ///     5 // the prefix written: published as one unit
+    /// });
+    /// assert_eq!(sent, Some(5));
+    ///
+    /// let mut sum = 0;
+    /// assert_eq!(rx.recv_with(32, |items| { sum = items.iter().sum(); items.len() }), 5);
+    /// assert_eq!(sum, 100 + 101 + 102 + 103 + 104);
+    /// # Ok::<(), tqfwd::queue::QueueError>(())
+    /// ```
     #[inline]
     pub fn send_with(&mut self, max: usize, fill: impl FnOnce(&mut [T]) -> usize) -> Option<usize>
     where

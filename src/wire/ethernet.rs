@@ -5,10 +5,22 @@ use core::fmt;
 use core::str::FromStr;
 
 use super::error::WireError;
-use super::field::be16;
+use super::field::{be16, bytes, get16, Field};
 
 /// Ethernet II header length (no VLAN tags, no FCS).
 pub const ETH_HDR_LEN: usize = 14;
+
+/// The Ethernet II header's fields, and a VLAN tag's from its start.
+mod field {
+    use super::Field;
+
+    pub const DESTINATION: Field = 0..6;
+    pub const SOURCE: Field = 6..12;
+    /// EtherType, or the TPID of a first VLAN tag.
+    pub const ETHERTYPE: Field = 12..14;
+    /// In a VLAN tag: the EtherType (or TPID) that follows the TCI.
+    pub const TAG_ETHERTYPE: usize = 2;
+}
 
 /// EtherType values the parser knows about.
 pub mod ethertype {
@@ -82,21 +94,19 @@ impl<'a> EthernetFrame<'a> {
     /// Destination MAC.
     #[inline]
     pub fn dst(&self) -> MacAddr {
-        let b = self.buf;
-        MacAddr([b[0], b[1], b[2], b[3], b[4], b[5]])
+        MacAddr(bytes(self.buf, field::DESTINATION))
     }
 
     /// Source MAC.
     #[inline]
     pub fn src(&self) -> MacAddr {
-        let b = self.buf;
-        MacAddr([b[6], b[7], b[8], b[9], b[10], b[11]])
+        MacAddr(bytes(self.buf, field::SOURCE))
     }
 
     /// Outer EtherType / TPID (bytes 12..14).
     #[inline]
     pub fn ethertype(&self) -> u16 {
-        be16(self.buf, 12)
+        get16(self.buf, field::ETHERTYPE)
     }
 
     /// Everything after the 14-byte header (VLAN tags included).
@@ -123,7 +133,7 @@ impl<'a> EthernetFrame<'a> {
 /// a tag was truncated (then `vlan_tags` counts only complete tags).
 #[inline]
 pub(crate) fn walk_vlans(frame: &[u8]) -> (L2Header, bool) {
-    let mut ethertype = be16(frame, 12);
+    let mut ethertype = get16(frame, field::ETHERTYPE);
     let mut off = ETH_HDR_LEN;
     let mut tags = 0u8;
     while is_vlan_tpid(ethertype) && usize::from(tags) < MAX_VLAN_TAGS {
@@ -135,7 +145,7 @@ pub(crate) fn walk_vlans(frame: &[u8]) -> (L2Header, bool) {
             };
             return (h, true);
         }
-        ethertype = be16(frame, off + 2);
+        ethertype = be16(frame, off + field::TAG_ETHERTYPE);
         off += VLAN_TAG_LEN;
         tags += 1;
     }

@@ -2,7 +2,7 @@
 
 use super::checksum;
 use super::error::WireError;
-use super::field::be16;
+use super::field::{bytes, checked_view, get16, Field};
 
 /// Minimum IPv4 header length (IHL = 5).
 pub const IPV4_MIN_HDR_LEN: usize = 20;
@@ -37,31 +37,43 @@ pub fn prefix_mask(len: u8) -> u32 {
     }
 }
 
-/// Zero-copy view of an IPv4 packet, trimmed to its `total_length` (trailing
-/// Ethernet padding is excluded from [`payload`](Self::payload)).
-///
-/// Only constructible through [`Ipv4Packet::new_checked`], which validates
-/// version, IHL and total length against the slice, or
-/// [`Ipv4Packet::new_checked_in`] for a packet only partly in view (the
-/// header always is), so accessors never read out of bounds.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ipv4Packet<'a> {
-    buf: &'a [u8],
+/// The IPv4 header's fields (options follow, up to IHL * 4).
+mod field {
+    use super::Field;
+
+    /// Version (high nibble) and IHL (low nibble, in 32-bit words).
+    pub const VER_IHL: usize = 0;
+    pub const DSCP_ECN: usize = 1;
+    pub const LENGTH: Field = 2..4;
+    pub const IDENT: Field = 4..6;
+    /// Flags (high 3 bits) and fragment offset (in 8-byte units).
+    pub const FLG_OFF: Field = 6..8;
+    /// The byte holding the flags.
+    pub const FLAGS: usize = 6;
+    pub const TTL: usize = 8;
+    pub const PROTOCOL: usize = 9;
+    pub const CHECKSUM: Field = 10..12;
+    pub const SRC_ADDR: Field = 12..16;
+    pub const DST_ADDR: Field = 16..20;
 }
 
-impl<'a> Ipv4Packet<'a> {
-    /// Validates `buf` as an IPv4 packet: at least 20 bytes, version 4,
-    /// IHL >= 5, IHL*4 <= buf.len(), IHL*4 <= total_length <= buf.len().
-    /// Returns the total length on success.
-    #[inline]
-    pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
-        Self::check_len_in(buf, buf.len())
-    }
+checked_view!(
+    /// Zero-copy view of an IPv4 packet, trimmed to its `total_length`
+    /// (trailing Ethernet padding is excluded from [`payload`](Self::payload)).
+    ///
+    /// Only constructible through [`Ipv4Packet::new_checked`], which
+    /// validates version, IHL and total length against the slice, or
+    /// [`Ipv4Packet::new_checked_in`] for a packet only partly in view (the
+    /// header always is), so accessors never read out of bounds.
+    Ipv4Packet,
+    trimmed
+);
 
-    /// [`check_len`](Self::check_len) for a packet of `avail` bytes of which
-    /// only the first `head.len()` are in view (a frame spread over several
-    /// buffers): the header must be in `head`, total_length is checked
-    /// against `avail`.
+impl<'a> Ipv4Packet<'a> {
+    /// Validates an IPv4 packet of `avail` bytes of which only the first
+    /// `head.len()` are in view (a frame spread over several buffers): at
+    /// least 20 bytes, version 4, IHL >= 5, the header (IHL*4 bytes) in
+    /// `head`, IHL*4 <= total_length <= `avail`. Returns the total length.
     #[inline]
     pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
         let buf = head;
@@ -69,17 +81,17 @@ impl<'a> Ipv4Packet<'a> {
         if avail < IPV4_MIN_HDR_LEN || buf.len() < IPV4_MIN_HDR_LEN {
             return Err(WireError::Truncated);
         }
-        if buf[0] >> 4 != 4 {
+        if buf[field::VER_IHL] >> 4 != 4 {
             return Err(WireError::Malformed);
         }
-        let hdr_len = usize::from(buf[0] & 0x0f) * 4;
+        let hdr_len = usize::from(buf[field::VER_IHL] & 0x0f) * 4;
         if hdr_len < IPV4_MIN_HDR_LEN {
             return Err(WireError::Malformed);
         }
         if hdr_len > buf.len() {
             return Err(WireError::Truncated);
         }
-        let total = usize::from(be16(buf, 2));
+        let total = usize::from(get16(buf, field::LENGTH));
         if total < hdr_len {
             return Err(WireError::Malformed);
         }
@@ -89,104 +101,83 @@ impl<'a> Ipv4Packet<'a> {
         Ok(total)
     }
 
-    /// Wraps `buf` (trimmed to total_length) after [`check_len`](Self::check_len).
-    #[inline]
-    pub fn new_checked(buf: &'a [u8]) -> Result<Self, WireError> {
-        let total = Self::check_len(buf)?;
-        Ok(Ipv4Packet { buf: &buf[..total] })
-    }
-
-    /// Wraps the part of a packet in view, after
-    /// [`check_len_in`](Self::check_len_in): the view ends at total_length
-    /// or at the end of `head`, whichever comes first, so
-    /// [`payload`](Self::payload) may be shorter than `total_len()` says.
-    #[inline]
-    pub fn new_checked_in(head: &'a [u8], avail: usize) -> Result<Self, WireError> {
-        let total = Self::check_len_in(head, avail)?;
-        Ok(Ipv4Packet {
-            buf: &head[..total.min(head.len())],
-        })
-    }
-
     /// Header length in bytes (IHL * 4).
     #[inline]
     pub fn header_len(&self) -> usize {
-        usize::from(self.buf[0] & 0x0f) * 4
+        usize::from(self.buf[field::VER_IHL] & 0x0f) * 4
     }
 
     /// Total length field (the length of this view, unless it was built
     /// with [`new_checked_in`](Self::new_checked_in) over a partial head).
     #[inline]
     pub fn total_len(&self) -> u16 {
-        be16(self.buf, 2)
+        get16(self.buf, field::LENGTH)
     }
 
     /// DSCP/ECN byte.
     #[inline]
     pub fn tos(&self) -> u8 {
-        self.buf[1]
+        self.buf[field::DSCP_ECN]
     }
 
     /// Identification field.
     #[inline]
     pub fn ident(&self) -> u16 {
-        be16(self.buf, 4)
+        get16(self.buf, field::IDENT)
     }
 
     /// Don't-fragment flag.
     #[inline]
     pub fn dont_frag(&self) -> bool {
-        self.buf[6] & 0x40 != 0
+        self.buf[field::FLAGS] & 0x40 != 0
     }
 
     /// More-fragments flag.
     #[inline]
     pub fn more_frags(&self) -> bool {
-        self.buf[6] & 0x20 != 0
+        self.buf[field::FLAGS] & 0x20 != 0
     }
 
     /// Fragment offset in bytes (field value * 8).
     #[inline]
     pub fn frag_offset(&self) -> u16 {
-        (be16(self.buf, 6) & 0x1fff) << 3
+        (get16(self.buf, field::FLG_OFF) & 0x1fff) << 3
     }
 
     /// True for any fragment (first, middle or last).
     #[inline]
     pub fn is_fragment(&self) -> bool {
-        be16(self.buf, 6) & 0x3fff != 0
+        get16(self.buf, field::FLG_OFF) & 0x3fff != 0
     }
 
     /// Time to live.
     #[inline]
     pub fn ttl(&self) -> u8 {
-        self.buf[8]
+        self.buf[field::TTL]
     }
 
     /// Protocol number of the payload.
     #[inline]
     pub fn protocol(&self) -> u8 {
-        self.buf[9]
+        self.buf[field::PROTOCOL]
     }
 
     /// Header checksum field.
     #[inline]
     pub fn header_checksum(&self) -> u16 {
-        be16(self.buf, 10)
+        get16(self.buf, field::CHECKSUM)
     }
 
     /// Source address.
     #[inline]
     pub fn src_addr(&self) -> [u8; 4] {
-        let b = self.buf;
-        [b[12], b[13], b[14], b[15]]
+        bytes(self.buf, field::SRC_ADDR)
     }
 
     /// Destination address.
     #[inline]
     pub fn dst_addr(&self) -> [u8; 4] {
-        let b = self.buf;
-        [b[16], b[17], b[18], b[19]]
+        bytes(self.buf, field::DST_ADDR)
     }
 
     /// Header bytes, options included.

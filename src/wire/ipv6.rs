@@ -1,7 +1,7 @@
 //! IPv6 header view and bounded extension-header walk.
 
 use super::error::WireError;
-use super::field::be16;
+use super::field::{be16, bytes, checked_view, get16, get32, Field};
 use super::ipv4::protocol;
 
 /// Fixed IPv6 header length.
@@ -12,16 +12,29 @@ pub const MAX_EXT_HEADERS: usize = 8;
 /// IPv6 fragment extension header length.
 const FRAG_HDR_LEN: usize = 8;
 
-/// Zero-copy view of an IPv6 packet, trimmed to 40 + payload_length
-/// (trailing Ethernet padding excluded).
-///
-/// Only constructible through [`Ipv6Packet::new_checked`], or
-/// [`Ipv6Packet::new_checked_in`] for a packet only partly in view (the
-/// 40-byte header always is).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Ipv6Packet<'a> {
-    buf: &'a [u8],
+/// The IPv6 fixed header's fields.
+mod field {
+    use super::Field;
+
+    /// Version (4 bits), traffic class (8), flow label (20).
+    pub const VER_TC_FLOW: Field = 0..4;
+    pub const LENGTH: Field = 4..6;
+    pub const NXT_HDR: usize = 6;
+    pub const HOP_LIMIT: usize = 7;
+    pub const SRC_ADDR: Field = 8..24;
+    pub const DST_ADDR: Field = 24..40;
 }
+
+checked_view!(
+    /// Zero-copy view of an IPv6 packet, trimmed to 40 + payload_length
+    /// (trailing Ethernet padding excluded).
+    ///
+    /// Only constructible through [`Ipv6Packet::new_checked`], or
+    /// [`Ipv6Packet::new_checked_in`] for a packet only partly in view (the
+    /// 40-byte header always is).
+    Ipv6Packet,
+    trimmed
+);
 
 /// Where the upper-layer header of an IPv6 packet is, after walking the
 /// extension headers.
@@ -40,16 +53,9 @@ pub struct Ipv6Upper {
 }
 
 impl<'a> Ipv6Packet<'a> {
-    /// Validates `buf`: at least 40 bytes, version 6, payload_length fits.
-    /// Returns 40 + payload_length.
-    #[inline]
-    pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
-        Self::check_len_in(buf, buf.len())
-    }
-
-    /// [`check_len`](Self::check_len) for a packet of `avail` bytes of which
-    /// only `head` is in view: the header must be in `head`, payload_length
-    /// is checked against `avail`.
+    /// Validates an IPv6 packet of `avail` bytes of which only `head` is in
+    /// view: the 40-byte header in `head`, version 6, 40 + payload_length
+    /// <= `avail`. Returns 40 + payload_length.
     #[inline]
     pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
         let buf = head;
@@ -57,75 +63,57 @@ impl<'a> Ipv6Packet<'a> {
         if buf.len() < IPV6_HDR_LEN {
             return Err(WireError::Truncated);
         }
-        if buf[0] >> 4 != 6 {
+        if buf[field::VER_TC_FLOW.start] >> 4 != 6 {
             return Err(WireError::Malformed);
         }
-        let total = IPV6_HDR_LEN + usize::from(be16(buf, 4));
+        let total = IPV6_HDR_LEN + usize::from(get16(buf, field::LENGTH));
         if total > avail {
             return Err(WireError::Truncated);
         }
         Ok(total)
     }
 
-    /// Wraps `buf` (trimmed) after [`check_len`](Self::check_len).
-    #[inline]
-    pub fn new_checked(buf: &'a [u8]) -> Result<Self, WireError> {
-        let total = Self::check_len(buf)?;
-        Ok(Ipv6Packet { buf: &buf[..total] })
-    }
-
-    /// Wraps the part of a packet in view, after
-    /// [`check_len_in`](Self::check_len_in): the view ends at 40 +
-    /// payload_length or at the end of `head`, whichever comes first.
-    #[inline]
-    pub fn new_checked_in(head: &'a [u8], avail: usize) -> Result<Self, WireError> {
-        let total = Self::check_len_in(head, avail)?;
-        Ok(Ipv6Packet {
-            buf: &head[..total.min(head.len())],
-        })
-    }
-
     /// Traffic class.
     #[inline]
     pub fn traffic_class(&self) -> u8 {
-        (self.buf[0] << 4) | (self.buf[1] >> 4)
+        let vtf = get32(self.buf, field::VER_TC_FLOW);
+        (vtf >> 20) as u8
     }
 
     /// Flow label (20 bits).
     #[inline]
     pub fn flow_label(&self) -> u32 {
-        let b = self.buf;
-        (u32::from(b[1] & 0x0f) << 16) | (u32::from(b[2]) << 8) | u32::from(b[3])
+        get32(self.buf, field::VER_TC_FLOW) & 0x000f_ffff
     }
 
     /// Payload length field.
     #[inline]
     pub fn payload_len(&self) -> u16 {
-        be16(self.buf, 4)
+        get16(self.buf, field::LENGTH)
     }
 
     /// Next header of the fixed header.
     #[inline]
     pub fn next_header(&self) -> u8 {
-        self.buf[6]
+        self.buf[field::NXT_HDR]
     }
 
     /// Hop limit.
     #[inline]
     pub fn hop_limit(&self) -> u8 {
-        self.buf[7]
+        self.buf[field::HOP_LIMIT]
     }
 
     /// Source address.
     #[inline]
     pub fn src_addr(&self) -> [u8; 16] {
-        addr(self.buf, 8)
+        bytes(self.buf, field::SRC_ADDR)
     }
 
     /// Destination address.
     #[inline]
     pub fn dst_addr(&self) -> [u8; 16] {
-        addr(self.buf, 24)
+        bytes(self.buf, field::DST_ADDR)
     }
 
     /// Payload (extension headers included).
@@ -201,13 +189,6 @@ impl<'a> Ipv6Packet<'a> {
             non_first_fragment: false,
         })
     }
-}
-
-#[inline]
-fn addr(b: &[u8], at: usize) -> [u8; 16] {
-    let mut a = [0u8; 16];
-    a.copy_from_slice(&b[at..at + 16]);
-    a
 }
 
 #[cfg(test)]

@@ -1,34 +1,77 @@
 //! UDP and TCP header views.
 
 use super::error::WireError;
-use super::field::{be16, be32};
+use super::field::{checked_view, get16, get32, Field};
 
 /// UDP header length.
 pub const UDP_HDR_LEN: usize = 8;
 /// Minimum TCP header length (data offset 5).
 pub const TCP_MIN_HDR_LEN: usize = 20;
 
-/// Zero-copy view of a UDP datagram (or the first fragment of one).
-///
-/// Only constructible through [`UdpPacket::new_checked`] or
-/// [`UdpPacket::new_checked_fragment`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct UdpPacket<'a> {
-    buf: &'a [u8],
+/// The UDP header's fields.
+mod udp_field {
+    use super::Field;
+
+    pub const SRC_PORT: Field = 0..2;
+    pub const DST_PORT: Field = 2..4;
+    pub const LENGTH: Field = 4..6;
+    pub const CHECKSUM: Field = 6..8;
 }
 
-impl<'a> UdpPacket<'a> {
-    /// Validates `buf` (the IP payload): 8-byte header present and the length
-    /// field in `[8, buf.len()]`. Returns the length field.
-    #[inline]
-    pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
-        Self::check_len_in(buf, buf.len())
-    }
+/// The TCP header's fixed fields (options follow, up to the data offset).
+mod tcp_field {
+    use super::Field;
 
-    /// [`check_len`](Self::check_len) for a payload of `avail` bytes of
-    /// which only the first `head.len()` are in view (a frame spread over
-    /// several buffers): the header is read from `head`, the length field
-    /// is checked against `avail`.
+    pub const SRC_PORT: Field = 0..2;
+    pub const DST_PORT: Field = 2..4;
+    pub const SEQ_NUM: Field = 4..8;
+    pub const ACK_NUM: Field = 8..12;
+    /// Data offset (high nibble of the first byte) and the flag bits.
+    pub const FLAGS: Field = 12..14;
+    /// The byte whose high nibble is the data offset, in 32-bit words.
+    pub const DATA_OFF: usize = 12;
+    pub const WIN_SIZE: Field = 14..16;
+    pub const CHECKSUM: Field = 16..18;
+}
+
+/// The accessors UDP and TCP share, at the places `$field` names.
+macro_rules! ports_and_checksum {
+    ($field:ident) => {
+        /// Source port.
+        #[inline]
+        pub fn src_port(&self) -> u16 {
+            get16(self.buf, $field::SRC_PORT)
+        }
+
+        /// Destination port.
+        #[inline]
+        pub fn dst_port(&self) -> u16 {
+            get16(self.buf, $field::DST_PORT)
+        }
+
+        /// Checksum field.
+        #[inline]
+        pub fn checksum(&self) -> u16 {
+            get16(self.buf, $field::CHECKSUM)
+        }
+    };
+}
+
+checked_view!(
+    /// Zero-copy view of a UDP datagram, trimmed to its length field (or
+    /// the part of it in view, or the first fragment of one).
+    ///
+    /// Only constructible through [`UdpPacket::new_checked`],
+    /// [`UdpPacket::new_checked_in`] or [`UdpPacket::new_checked_fragment`].
+    UdpPacket,
+    trimmed
+);
+
+impl<'a> UdpPacket<'a> {
+    /// Validates a UDP datagram (the IP payload) of `avail` bytes of which
+    /// only the first `head.len()` are in view (a frame spread over several
+    /// buffers): the 8-byte header in `head`, the length field in
+    /// `[8, avail]`. Returns the length field.
     #[inline]
     pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
         let len = Self::check_header(head)?;
@@ -46,18 +89,11 @@ impl<'a> UdpPacket<'a> {
         if buf.len() < UDP_HDR_LEN {
             return Err(WireError::Truncated);
         }
-        let len = usize::from(be16(buf, 4));
+        let len = usize::from(get16(buf, udp_field::LENGTH));
         if len < UDP_HDR_LEN {
             return Err(WireError::Malformed);
         }
         Ok(len)
-    }
-
-    /// Wraps `buf` trimmed to the UDP length.
-    #[inline]
-    pub fn new_checked(buf: &'a [u8]) -> Result<Self, WireError> {
-        let len = Self::check_len(buf)?;
-        Ok(UdpPacket { buf: &buf[..len] })
     }
 
     /// Wraps the first fragment of a datagram; the payload is whatever part of
@@ -70,28 +106,12 @@ impl<'a> UdpPacket<'a> {
         })
     }
 
-    /// Source port.
-    #[inline]
-    pub fn src_port(&self) -> u16 {
-        be16(self.buf, 0)
-    }
-
-    /// Destination port.
-    #[inline]
-    pub fn dst_port(&self) -> u16 {
-        be16(self.buf, 2)
-    }
+    ports_and_checksum!(udp_field);
 
     /// Length field (header + payload).
     #[inline]
     pub fn len_field(&self) -> u16 {
-        be16(self.buf, 4)
-    }
-
-    /// Checksum field.
-    #[inline]
-    pub fn checksum(&self) -> u16 {
-        be16(self.buf, 6)
+        get16(self.buf, udp_field::LENGTH)
     }
 
     /// Header + the payload bytes present.
@@ -107,31 +127,23 @@ impl<'a> UdpPacket<'a> {
     }
 }
 
-/// Zero-copy view of a TCP segment.
-///
-/// Only constructible through [`TcpPacket::new_checked`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TcpPacket<'a> {
-    buf: &'a [u8],
-}
+checked_view!(
+    /// Zero-copy view of a TCP segment (the whole IP payload).
+    ///
+    /// Only constructible through [`TcpPacket::new_checked`].
+    TcpPacket
+);
 
 impl<'a> TcpPacket<'a> {
-    /// Validates `buf` (the IP payload): 20 bytes present and data offset*4
-    /// in `[20, buf.len()]`. Returns the header length.
-    #[inline]
-    pub fn check_len(buf: &[u8]) -> Result<usize, WireError> {
-        Self::check_len_in(buf, buf.len())
-    }
-
-    /// [`check_len`](Self::check_len) for a payload of `avail` bytes of
-    /// which only `head` is in view: the 20-byte header is read from
-    /// `head`, the data offset is checked against `avail`.
+    /// Validates a TCP segment (the IP payload) of `avail` bytes of which
+    /// only `head` is in view: the 20-byte header in `head`, data offset*4
+    /// in `[20, avail]`. Returns the header length.
     #[inline]
     pub fn check_len_in(head: &[u8], avail: usize) -> Result<usize, WireError> {
         if head.len() < TCP_MIN_HDR_LEN {
             return Err(WireError::Truncated);
         }
-        let hdr_len = usize::from(head[12] >> 4) * 4;
+        let hdr_len = usize::from(head[tcp_field::DATA_OFF] >> 4) * 4;
         if hdr_len < TCP_MIN_HDR_LEN || hdr_len > avail.max(head.len()) {
             return Err(WireError::Malformed);
         }
@@ -145,52 +157,36 @@ impl<'a> TcpPacket<'a> {
         Ok(TcpPacket { buf })
     }
 
-    /// Source port.
-    #[inline]
-    pub fn src_port(&self) -> u16 {
-        be16(self.buf, 0)
-    }
-
-    /// Destination port.
-    #[inline]
-    pub fn dst_port(&self) -> u16 {
-        be16(self.buf, 2)
-    }
+    ports_and_checksum!(tcp_field);
 
     /// Sequence number.
     #[inline]
     pub fn seq_number(&self) -> u32 {
-        be32(self.buf, 4)
+        get32(self.buf, tcp_field::SEQ_NUM)
     }
 
     /// Acknowledgement number.
     #[inline]
     pub fn ack_number(&self) -> u32 {
-        be32(self.buf, 8)
+        get32(self.buf, tcp_field::ACK_NUM)
     }
 
     /// Header length in bytes (data offset * 4).
     #[inline]
     pub fn header_len(&self) -> usize {
-        usize::from(self.buf[12] >> 4) * 4
+        usize::from(self.buf[tcp_field::DATA_OFF] >> 4) * 4
     }
 
     /// Flag bits (CWR..FIN in the low byte, NS in bit 8).
     #[inline]
     pub fn flags(&self) -> u16 {
-        be16(self.buf, 12) & 0x01ff
+        get16(self.buf, tcp_field::FLAGS) & 0x01ff
     }
 
     /// Window.
     #[inline]
     pub fn window(&self) -> u16 {
-        be16(self.buf, 14)
-    }
-
-    /// Checksum field.
-    #[inline]
-    pub fn checksum(&self) -> u16 {
-        be16(self.buf, 16)
+        get16(self.buf, tcp_field::WIN_SIZE)
     }
 
     /// Payload after the header (options skipped).

@@ -200,6 +200,17 @@ pub fn run_raw(args: &[&str], timeout: Duration) -> Run {
     }
 }
 
+/// A run of 2 s with no stats lines (`--duration 2 --stats-interval 0`
+/// after `app`), given at most 60 s, that must end cleanly
+/// ([`assert_clean_end`]).
+pub fn run_2s_clean(dir: &Path, eal: &[String], app: &[&str]) -> Run {
+    let mut args = app.to_vec();
+    args.extend(["--duration", "2", "--stats-interval", "0"]);
+    let run = run_tqfwd(dir, eal, &args, Duration::from_secs(60));
+    assert_clean_end(&run);
+    run
+}
+
 /// The end checks every forwarding run must pass.
 pub fn assert_clean_end(run: &Run) {
     assert_eq!(run.code(), 0, "{}", run.describe());

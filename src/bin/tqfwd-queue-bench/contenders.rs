@@ -11,7 +11,7 @@
 use tqfwd::dpdk::Ring;
 use tqfwd::queue;
 
-use crate::runner::{run_once, Bench, Roles, RunOut, RunParams};
+use crate::runner::{run_once, Lab, Roles, RunOut, RunParams};
 
 /// One of the queues compared.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -54,19 +54,19 @@ impl Contender {
 }
 
 /// Builds a fresh queue of contender `c` for `producers` producers,
-/// `depth` deep, in `bench`'s memory and socket, and runs one measurement
-/// on it on `bench`'s lcores.
+/// `depth` deep, in `lab`'s memory and socket, and runs one measurement
+/// on it on `lab`'s lcores.
 pub(crate) fn run_config(
-    bench: &Bench,
+    lab: &Lab,
     c: Contender,
     producers: usize,
     depth: usize,
     rp: &RunParams,
 ) -> Result<RunOut, String> {
-    let (eal, mem, socket) = (bench.eal, &bench.mem, bench.socket);
+    let (eal, mem, socket) = (lab.eal, &lab.mem, lab.socket);
     let roles = Roles {
-        producers: &bench.roles.producers[..producers],
-        consumer: bench.roles.consumer,
+        producers: &lab.roles.producers[..producers],
+        consumer: lab.roles.consumer,
     };
     let burst = rp.burst;
     match c {

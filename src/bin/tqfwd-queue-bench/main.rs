@@ -55,8 +55,9 @@
 //!   the run from options to report, exit codes;
 //! * `args.rs`: the options and the run plan;
 //! * `contenders.rs`: the queues compared, built fresh for every run;
-//! * `runner.rs`: the measured loops, one run on the lcores, the accounting
-//!   check, the rounds;
+//! * `runner.rs`: the measured loops and one run on the lcores;
+//! * `rounds.rs`: the rounds over the configurations, each run's
+//!   accounting check;
 //! * `results.rs`: the per-configuration figures over the rounds;
 //! * `anchor.rs`: the `ring_perf_autotest` anchor;
 //! * `report.rs`: the markdown table, targets and JSON.
@@ -71,6 +72,7 @@ mod args;
 mod contenders;
 mod report;
 mod results;
+mod rounds;
 mod runner;
 
 use std::process::ExitCode;
@@ -83,7 +85,8 @@ use tqfwd::dpdk::{self, Eal, Lcore, SocketMemory};
 use crate::anchor::load_anchor;
 use crate::args::{plan_from, Args, Plan};
 use crate::report::{report, Report};
-use crate::runner::{loadavg, Bench, Roles, GAP_NS};
+use crate::rounds::Bench;
+use crate::runner::{loadavg, Lab, Roles, GAP_NS};
 
 fn main() -> ExitCode {
     let argv: Vec<String> = std::env::args().collect();
@@ -225,15 +228,17 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
     );
 
     let b = Bench {
-        eal,
-        roles: Roles {
-            producers: &topo.producer_lcores,
-            consumer: topo.consumer,
-        },
-        mem: Arc::new(SocketMemory {
+        lab: Lab {
+            eal,
+            roles: Roles {
+                producers: &topo.producer_lcores,
+                consumer: topo.consumer,
+            },
+            mem: Arc::new(SocketMemory {
+                socket: topo.socket,
+            }),
             socket: topo.socket,
-        }),
-        socket: topo.socket,
+        },
         plan,
         tsc_hz,
         // Latency windows of 2^shift cycles, the power of two at or below

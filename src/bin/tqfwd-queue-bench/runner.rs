@@ -1,30 +1,21 @@
 //! Running the measurements: the producer and consumer loops (the code that
 //! is timed), one run on the EAL lcores ([`run_once`]: one thread per lcore,
-//! start barrier, TSC timing, stall marking, drain), the accounting check
-//! after every run, and the rounds that alternate the contenders ([`Bench`]).
+//! start barrier, TSC timing, stall marking, drain) and [`Lab`], where the
+//! runs of one bench take place. It knows no contender, plan or result
+//! file: those import it (the rounds over them are `rounds.rs`).
 //!
 //! Promises: no allocation, logging or formatting inside the measured loops
 //! (stack buffers; windows and histograms are allocated before the run);
 //! each side's queue handle sits in its own cache-line-padded slot; after
-//! every run the producers stop and the consumer drains, and the run counts
-//! only if received == sent and every item carried what was sent (otherwise
-//! an error that ends the bench with exit code 1); within a round the
-//! contenders of one configuration run back to back, their order rotated
-//! every round.
+//! every run the producers stop and the consumer drains.
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Instant;
 
 use crossbeam_utils::CachePadded;
 use tqfwd::dpdk::{self, Eal, Lcore};
 use tqfwd::queue::{self, BurstReceiver, BurstSender, UnitMemory};
 use tqfwd::report::latency::Histogram;
-
-use crate::args::Plan;
-use crate::contenders::run_config;
-use crate::results::{Key, Samples};
 
 /// Largest burst the bench accepts (sizes its stack buffers).
 pub(crate) const MAX_BURST: usize = queue::MAX_BURST;
@@ -40,7 +31,7 @@ const MAX_TP_WINDOWS: usize = 16_384;
 
 /// Throughput window length, in bursts: long enough to amortise the TSC read
 /// (about 0.1–1 ms of hand-offs), short enough to get ~100+ windows per run.
-const TP_WINDOW_BURSTS: u64 = 2048;
+pub(crate) const TP_WINDOW_BURSTS: u64 = 2048;
 
 /// A thread that saw more than this between two iterations of its own loop
 /// was descheduled or interrupted (the loops themselves take < 1 µs).
@@ -510,144 +501,13 @@ where
     })
 }
 
-/// What every measurement of one bench shares.
-pub(crate) struct Bench<'a> {
+/// Where the runs of one bench take place: its EAL, its lcores, and the
+/// memory and socket its queues are built in.
+pub(crate) struct Lab<'a> {
     pub(crate) eal: &'a Eal,
     pub(crate) roles: Roles<'a>,
     pub(crate) mem: Arc<dyn UnitMemory>,
     pub(crate) socket: i32,
-    pub(crate) plan: &'a Plan,
-    pub(crate) tsc_hz: u64,
-    /// Latency windows are `2^window_shift` TSC cycles.
-    pub(crate) window_shift: u32,
-    /// A gap of [`GAP_NS`] in TSC cycles.
-    pub(crate) gap_cycles: u64,
-}
-
-impl Bench<'_> {
-    fn ms_to_cycles(&self, ms: u64) -> u64 {
-        (ms as u128 * self.tsc_hz as u128 / 1000) as u64
-    }
-
-    fn throughput_params(&self, burst: usize) -> RunParams {
-        RunParams {
-            mode: Mode::Throughput,
-            burst,
-            run_cycles: self.ms_to_cycles(self.plan.duration_ms),
-            interval_cycles: 0,
-            window_items: TP_WINDOW_BURSTS * burst as u64,
-            window_shift: self.window_shift,
-            warmup_windows: 0,
-            windows: 0,
-            gap_cycles: self.gap_cycles,
-        }
-    }
-
-    /// Each producer offers `rate / producers`, one burst per interval.
-    fn latency_params(&self, burst: usize, producers: usize) -> RunParams {
-        let per_producer = self.plan.rate_items_s / producers as f64;
-        let run_cycles = self.ms_to_cycles(self.plan.latency_ms);
-        RunParams {
-            mode: Mode::Latency,
-            burst,
-            run_cycles,
-            interval_cycles: ((burst as f64 * self.tsc_hz as f64 / per_producer).round() as u64)
-                .max(1),
-            window_items: 0,
-            window_shift: self.window_shift,
-            // First 10 % of the run, rounded up to whole windows.
-            warmup_windows: (run_cycles / 10).div_ceil(1 << self.window_shift) as usize,
-            windows: (run_cycles >> self.window_shift) as usize + 2,
-            gap_cycles: self.gap_cycles,
-        }
-    }
-
-    /// One configuration, one round: a throughput run then a latency run,
-    /// each on a fresh queue and checked; their figures go into `s`.
-    fn measure(&self, key: &Key, s: &mut Samples) -> Result<(), String> {
-        let tp = self.throughput_params(key.burst);
-        let out = self.run(key, &tp)?;
-        check_accounting(key, Mode::Throughput, &out)?;
-        s.record_throughput(&out, &tp, self.tsc_hz);
-        let ctx_tp = out.ctx_switches;
-
-        let lp = self.latency_params(key.burst, key.producers);
-        let out = self.run(key, &lp)?;
-        check_accounting(key, Mode::Latency, &out)?;
-        s.record_latency(&out, ctx_tp, self.tsc_hz);
-        Ok(())
-    }
-
-    fn run(&self, key: &Key, rp: &RunParams) -> Result<RunOut, String> {
-        run_config(self, key.contender, key.producers, key.depth, rp)
-    }
-
-    /// Every round over every configuration; the contenders of one
-    /// configuration run back to back, starting one later every round so
-    /// none always goes first.
-    pub(crate) fn rounds(
-        &self,
-        producer_counts: &[usize],
-    ) -> Result<HashMap<Key, Samples>, String> {
-        let plan = self.plan;
-        let mut results: HashMap<Key, Samples> = HashMap::new();
-        for round in 0..plan.rounds {
-            let t_round = Instant::now();
-            for &producers in producer_counts {
-                for &burst in &plan.bursts {
-                    for &depth in &plan.depths {
-                        let n = plan.contenders.len();
-                        for k in 0..n {
-                            let key = Key {
-                                producers,
-                                contender: plan.contenders[(k + round as usize) % n],
-                                burst,
-                                depth,
-                            };
-                            self.measure(&key, results.entry(key).or_default())?;
-                        }
-                    }
-                }
-            }
-            eprintln!(
-                "tqfwd-queue-bench: round {}/{} done in {:.1} s (load {})",
-                round + 1,
-                plan.rounds,
-                t_round.elapsed().as_secs_f64(),
-                loadavg()
-            );
-        }
-        Ok(results)
-    }
-}
-
-/// Received == sent, and (throughput mode) every item carried the 1 it was
-/// sent with; otherwise an error that ends the bench with exit code 1.
-fn check_accounting(key: &Key, mode: Mode, out: &RunOut) -> Result<(), String> {
-    let what = format!(
-        "{} with {} producer(s), burst {}, depth {}, {:?} run",
-        key.contender.name(),
-        key.producers,
-        key.burst,
-        key.depth,
-        mode
-    );
-    if out.received != out.sent {
-        return Err(format!(
-            "items lost or duplicated: {what}: sent {}, received {}",
-            out.sent, out.received
-        ));
-    }
-    if mode == Mode::Throughput && out.checksum != out.received {
-        return Err(format!(
-            "items corrupted: {what}: {} items should sum to {}, got {}",
-            out.received, out.received, out.checksum
-        ));
-    }
-    if out.sent == 0 {
-        return Err(format!("nothing was sent: {what}"));
-    }
-    Ok(())
 }
 
 /// The 1, 5 and 15 minute load averages (`unknown` if `/proc/loadavg`
