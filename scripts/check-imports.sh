@@ -15,8 +15,10 @@
 #   scripts/check-imports.sh --edges    # also print every edge
 #   scripts/check-imports.sh DIR        # another src/ tree
 #
-# Exit 1 when there is a cycle. Before the real tree it checks a small
-# tree with a known cycle, so a checker that finds nothing cannot pass.
+# Exit 1 when there is a cycle, or an edge between src/forward/ and
+# src/report/ (kept apart: both use src/counters/). Before the real tree
+# it checks a small tree with a known cycle and a planted edge between
+# the two, so a checker that finds nothing cannot pass.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -331,8 +333,17 @@ for comp in comps:
         print(f"    {root}/{a} -> {root}/{b}: {edges[a][b]}")
     if len(comp) > len(cyc) - 1:
         print("    (files in this circle: " + ", ".join(f"{root}/{f}" for f in comp) + ")")
-print(f"{len(info)} files, {n_edges} edges between them, {len(comps)} cycle(s)")
-sys.exit(1 if comps else 0)
+# Folders kept apart in both directions: the stages write the counters
+# (src/counters/), the reports read them, and neither imports the other.
+APART = [("forward/", "report/")]
+apart = [(a, b) for a in sorted(edges) for b in sorted(edges[a])
+         for x, y in APART
+         if (a.startswith(x) and b.startswith(y)) or (a.startswith(y) and b.startswith(x))]
+for a, b in apart:
+    print(f"apart: {root}/{a} -> {root}/{b}: {edges[a][b]}")
+print(f"{len(info)} files, {n_edges} edges between them, {len(comps)} cycle(s), "
+      f"{len(apart)} edge(s) between folders kept apart")
+sys.exit(1 if comps or apart else 0)
 PY
 }
 
@@ -376,6 +387,13 @@ EOF
 cat >"$selftest/c.rs" <<'EOF'
 pub struct C;
 EOF
+mkdir -p "$selftest/forward" "$selftest/report"
+cat >"$selftest/forward/s.rs" <<'EOF'
+pub fn s() -> u64 { crate::report::r::R }
+EOF
+cat >"$selftest/report/r.rs" <<'EOF'
+pub const R: u64 = 0;
+EOF
 if out=$(check "$selftest"); then
     echo "check-imports: self-test: the cycles m/a.rs -> m/b.rs and bin/x/m.rs -> bin/x/n.rs were not found" >&2
     echo "$out" >&2
@@ -383,7 +401,8 @@ if out=$(check "$selftest"); then
 fi
 if ! grep -q "^cycle: $selftest/m/a.rs -> $selftest/m/b.rs -> $selftest/m/a.rs\$" <<<"$out" ||
     ! grep -q "^cycle: $selftest/bin/x/m.rs -> $selftest/bin/x/n.rs -> $selftest/bin/x/m.rs\$" <<<"$out" ||
-    ! grep -q ", 2 cycle(s)\$" <<<"$out" ||
+    ! grep -q ", 2 cycle(s), 1 edge(s) between folders kept apart\$" <<<"$out" ||
+    ! grep -q "^apart: $selftest/forward/s.rs -> $selftest/report/r.rs" <<<"$out" ||
     grep -q "/c\.rs" <<<"$out"; then
     echo "check-imports: self-test: unexpected report:" >&2
     echo "$out" >&2

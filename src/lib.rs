@@ -36,6 +36,8 @@ pub mod wire;
 #[forbid(unsafe_code)]
 pub mod config;
 #[forbid(unsafe_code)]
+pub mod counters;
+#[forbid(unsafe_code)]
 pub mod error;
 #[forbid(unsafe_code)]
 pub mod forward;

@@ -7,13 +7,17 @@
 
 use crate::config::cli::Options;
 use crate::config::Plan;
+use crate::dpdk;
 use crate::dpdk::Eal;
 use crate::error::RunError;
 use crate::forward::{self, Forwarding};
-use crate::report::capture::CaptureFile;
+use crate::report::capture::{
+    place_writer, writer_thread, Capture, CaptureFile, CaptureReport, WallClock,
+};
 use crate::report::metrics::MetricsListener;
 use crate::report::{self, stats::Report, telemetry, Final};
 use crate::setup::{self, Resources};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Sets up everything, forwards until quit, shuts down, and reports;
 /// serves `metrics` (`--metrics`, bound before EAL) while forwarding and
@@ -36,7 +40,16 @@ pub fn run(
 
     // From here on the plan is the only input.
     let (res, links, queues) = Resources::bring_up(&plan, &machine, ports, infos)?;
-    let forwarding = Forwarding::new(&plan, &res, links, queues, captures)?;
+    let captured: Vec<u16> = captures.iter().map(|f| f.port).collect();
+    let mut forwarding = Forwarding::new(&plan, &res, links, queues, &captured)?;
+    let writers: Vec<Capture> = captures
+        .into_iter()
+        .zip(forwarding.take_captures())
+        .map(|(file, end)| {
+            let name = res.infos[end.port as usize].name.clone();
+            Capture::new(file, name, end.counters, end.receiver)
+        })
+        .collect();
     let counters = forwarding.counters.clone();
     if !plan.idle.is_empty() {
         log::warn!("EAL lcores {:?} have no role and stay idle", plan.idle);
@@ -69,25 +82,86 @@ pub fn run(
         .map(|m| m.serve(live.clone(), forwarding.metrics_sources()))
         .transpose()
         .map_err(RunError::MetricsThread)?;
-    let finished = forwarding.run(eal, &plan, &res, &live);
+    let (finished, captured) = forward_and_watch(eal, &plan, &res, &live, forwarding, writers);
     // Scrapes end before the ports are closed (they read PMD counters),
     // and the server's queue probes go before the teardown and EAL's
     // cleanup (the last handle of a hand-off queue frees its memory).
     drop(server);
     let finished = finished?;
+    let (captures, capture_unread) = captured;
 
     let figures = Final::collect(&plan, &machine, &res, &counters);
     // Capture copies are bytes in the capture rings, not mbufs.
-    if finished.capture_unread != 0 {
-        log::warn!(
-            "--capture: {} bytes of copies were left unread",
-            finished.capture_unread
-        );
+    if capture_unread != 0 {
+        log::warn!("--capture: {capture_unread} bytes of copies were left unread");
     }
     let mbufs_in_use = res.teardown(finished.leftover);
     let mut report = figures.report(mbufs_in_use, finished.histograms);
-    report.capture_dropped = finished.captures.iter().map(|c| c.capture_dropped).sum();
-    report.capture = finished.captures;
+    report.capture_dropped = captures.iter().map(|c| c.capture_dropped).sum();
+    report.capture = captures;
     report.lcore_trip_ns = finished.trip;
     Ok(report)
+}
+
+/// Forwards (`Forwarding::run`, on every lcore) with the threads that
+/// report beside it: the stats thread (stats lines, `--duration`,
+/// systemd status) and the `--capture` writer, which ends after the
+/// lcores, once it has drained every ring. Returns what forwarding left
+/// and the captures' reports with the bytes left unread.
+fn forward_and_watch(
+    eal: &Eal,
+    plan: &Plan,
+    res: &Resources,
+    live: &telemetry::Live,
+    forwarding: Forwarding,
+    writers: Vec<Capture>,
+) -> (
+    Result<forward::Finished, RunError>,
+    (Vec<CaptureReport>, u64),
+) {
+    let finished = AtomicBool::new(false);
+    let clock = WallClock::new(dpdk::rdtsc(), dpdk::tsc_hz());
+    let stall = plan.capture.writer_stall;
+    let side_cpus = eal.side_cpus();
+    let (pools, ports) = (&res.pools, &res.ports);
+    let out = std::thread::scope(|scope| {
+        // The ports are started and every lcore's stages are built: the
+        // lcores poll from the launch below. Sent before the stats
+        // thread exists, so it precedes that thread's STOPPING=1.
+        live.notify.ready();
+        let reporter = std::thread::Builder::new()
+            .name("tqfwd-stats".into())
+            .spawn_scoped(scope, || {
+                report::live::stats_thread(&finished, live, pools, ports, &plan.live)
+            });
+        if let Err(e) = &reporter {
+            log::warn!("no stats thread ({e}): stats lines and --duration are off");
+        }
+        // The writer runs where no lcore does, else at the lowest
+        // priority: it falls behind (and drops its copies) before an
+        // lcore does.
+        let writer = (!writers.is_empty()).then(|| {
+            std::thread::Builder::new()
+                .name("tqfwd-capture".into())
+                .spawn_scoped(scope, || {
+                    place_writer(&side_cpus);
+                    writer_thread(writers, &finished, clock, stall)
+                })
+        });
+        if let Some(Err(e)) = &writer {
+            log::warn!("no capture writer thread ({e}): nothing is captured");
+        }
+        let forwarded = forwarding.run(eal);
+        finished.store(true, Ordering::Release);
+        let written = match writer {
+            Some(Ok(w)) => w.join().ok(),
+            _ => None,
+        };
+        (forwarded, written.unwrap_or_default())
+    });
+    live.running.store(false, Ordering::Relaxed);
+    // Sent by the stats thread when it saw the quit; this covers a run
+    // without one.
+    live.notify.stopping();
+    out
 }

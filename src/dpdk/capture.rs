@@ -57,6 +57,10 @@ const HEADER: usize = 16;
 /// Captured length of a wrap marker: the rest of the ring is padding.
 const WRAP: u32 = u32::MAX;
 
+/// Bytes of one capture's ring per RX lcore (one 2 MiB huge page): 26
+/// thousand 64-byte frames, 1300 of 1514 bytes, waiting for the writer.
+pub const RING_BYTES: u64 = 2 << 20;
+
 /// Free bytes below which a burst reloads the writer's position first: a
 /// burst of 64-byte frames.
 const MIN_ROOM: u64 = 32 * 96;

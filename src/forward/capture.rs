@@ -7,9 +7,9 @@
 //! counter compare once the count is reached; a tap whose count is reached
 //! is removed, and the stage drops its taps when none is left.
 
+use crate::counters::capture::CaptureCounters;
 use crate::dpdk::capture::CaptureSender;
 use crate::dpdk::{self, MbufPtr};
-use crate::report::capture::CaptureCounters;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 

@@ -1,8 +1,10 @@
 //! Forwarding: each lcore's stages (RX → worker → TX, `stages`), the loop
 //! that polls them ([`run_lcore`]), their wiring from the plan and the
-//! resources ([`Forwarding::new`]), and the threads beside them while they
-//! run: stats lines and `--duration` (`report::live`), and the port
-//! monitor (`lifecycle`).
+//! resources ([`Forwarding::new`]), and the port monitor (`lifecycle`)
+//! beside them while they run. The threads that report on them (stats
+//! lines, `--duration`, the capture writer) are the caller's (`run.rs`):
+//! this module writes the counters (`crate::counters`) and reads no
+//! report.
 //!
 //! Shutdown order: RX stops first (and hands on what it holds); workers stop
 //! once every RX lcore stopped and their inputs are empty; TX stops once
@@ -22,15 +24,13 @@ pub mod tx;
 pub mod worker;
 
 use crate::config::{Lcore, Plan, MAX_PORTS};
+use crate::counters::capture::CaptureCounters;
+use crate::counters::latency::{Histogram, HistogramSlot};
+use crate::counters::lcore::LcoreCounters;
+use crate::counters::sources::{HandoffQueue, Sources};
+use crate::dpdk::capture::{CaptureReceiver, RING_BYTES};
 use crate::dpdk::{self, signal, Eal, PacketInputs, PacketSender, TxQueue};
 use crate::error::RunError;
-use crate::report::capture::{
-    writer_thread, Capture, CaptureCounters, CaptureFile, CaptureReport, WallClock, RING_BYTES,
-};
-use crate::report::latency::{Histogram, HistogramSlot};
-use crate::report::metrics::{HandoffQueue, Sources};
-use crate::report::stats::LcoreCounters;
-use crate::report::telemetry::Live;
 use crate::setup::handoff::{Links, Probed};
 use crate::setup::ports::{LcoreQueues, PolledQueue};
 use crate::setup::Resources;
@@ -60,6 +60,14 @@ pub struct LcoreWork {
     port_slot: Option<usize>,
 }
 
+/// One `--capture`'s writer end: the port, its rings' receiving end and
+/// the counters it shares with the RX lcores' taps.
+pub struct CaptureEnd {
+    pub port: u16,
+    pub receiver: CaptureReceiver,
+    pub counters: Arc<CaptureCounters>,
+}
+
 /// Every lcore's work, ready to launch.
 pub struct Forwarding {
     work: Vec<(Lcore, Mutex<Option<LcoreWork>>)>,
@@ -68,8 +76,8 @@ pub struct Forwarding {
     gates: Arc<PortGates>,
     monitor: PortMonitor,
     phase: Phase,
-    /// `--capture`: the writer side of each capture.
-    captures: Vec<Capture>,
+    /// `--capture`: the writer's end of each capture, until taken.
+    captures: Vec<CaptureEnd>,
     /// What `/metrics` reads besides the counters.
     sources: Sources,
 }
@@ -81,24 +89,20 @@ pub struct Finished {
     pub leftover: Vec<(Lcore, Mutex<Option<LcoreWork>>)>,
     /// TX lcores' latency histograms (`--latency`).
     pub histograms: Vec<Box<Histogram>>,
-    /// `--capture`: one report per capture.
-    pub captures: Vec<CaptureReport>,
-    /// Bytes of copies left unread in the capture rings after the writer
-    /// drained them (0 unless the writer stopped early).
-    pub capture_unread: u64,
     /// The cache-line trip between the first two lcores (None with one).
-    pub trip: Option<trip::TripReport>,
+    pub trip: Option<crate::counters::trip::TripReport>,
 }
 
 impl Forwarding {
     /// Builds each lcore's stages from the plan, moving the hand-off
-    /// queues of `links` and the port queues of `queues` into them.
+    /// queues of `links` and the port queues of `queues` into them, with
+    /// a `--capture` tap on each port of `captured`.
     pub fn new(
         plan: &Plan,
         res: &Resources,
         links: Links,
         queues: LcoreQueues,
-        files: Vec<CaptureFile>,
+        captured: &[u16],
     ) -> Result<Forwarding, RunError> {
         let mut memif = [false; MAX_PORTS];
         for (i, info) in res.infos.iter().enumerate() {
@@ -118,7 +122,7 @@ impl Forwarding {
             .iter()
             .map(|&l| (l, Arc::new(LcoreCounters::default())))
             .collect();
-        let (captures, taps) = captures(plan, res, files)?;
+        let (captures, taps) = captures(plan, res, captured)?;
         let probes = handoff_queues(plan, &links);
         let mut wiring = Wiring::new(plan, res, links, queues, gates.clone(), taps);
         let work = counters
@@ -156,70 +160,38 @@ impl Forwarding {
         self.sources.clone()
     }
 
+    /// `--capture`: the writer's end of each capture, in `captured` order
+    /// (empty once taken).
+    pub fn take_captures(&mut self) -> Vec<CaptureEnd> {
+        std::mem::take(&mut self.captures)
+    }
+
     /// Where operator port requests go (`forward::control`).
     pub fn port_control(&self) -> Arc<lifecycle::PortControl> {
         self.monitor.control()
     }
 
     /// Runs every lcore until a quit is requested and all have drained,
-    /// with the stats thread and the port monitor beside them.
-    pub fn run(
-        self,
-        eal: &Eal,
-        plan: &Plan,
-        res: &Resources,
-        live: &Live,
-    ) -> Result<Finished, RunError> {
+    /// with the port monitor beside them.
+    pub fn run(self, eal: &Eal) -> Result<Finished, RunError> {
         let Forwarding {
             work,
             counters,
             gates,
             monitor,
             phase,
-            captures,
+            captures: _,
             sources: _,
         } = self;
         let finished = AtomicBool::new(false);
-        let capturing = !captures.is_empty();
-        let clock = WallClock::new(dpdk::rdtsc(), dpdk::tsc_hz());
-        let stall = plan.capture.writer_stall;
         let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
         let lcores: Vec<Lcore> = counters.iter().map(|(l, _)| *l).collect();
         let trip = trip::TripProbe::between_first_two(&lcores);
-        let (pools, ports) = (&res.pools, &res.ports);
         // A dpdk-dumpcap that detaches frees its pool only after every
         // burst that could be in DPDK's pdump callback has returned.
         let grace = gates.clone();
         dpdk::pdump::set_reply_gate(Some(Arc::new(move || grace.quiescence.synchronize())));
-        let side_cpus = eal.side_cpus();
         let launch = std::thread::scope(|scope| {
-            // The ports are started and every lcore's stages are built: the
-            // lcores poll from the launch below. Sent before the stats
-            // thread exists, so it precedes that thread's STOPPING=1.
-            live.notify.ready();
-            let reporter = std::thread::Builder::new()
-                .name("tqfwd-stats".into())
-                .spawn_scoped(scope, || {
-                    crate::report::live::stats_thread(&finished, live, pools, ports, &plan.live)
-                });
-            if let Err(e) = &reporter {
-                log::warn!("no stats thread ({e}): stats lines and --duration are off");
-            }
-            // `--capture`: the writer, beside the lcores; it ends after
-            // them, once it has drained every ring.
-            // It runs where no lcore does, else at the lowest priority: it
-            // falls behind (and drops its copies) before an lcore does.
-            let writer = capturing.then(|| {
-                std::thread::Builder::new()
-                    .name("tqfwd-capture".into())
-                    .spawn_scoped(scope, || {
-                        log_placement(dpdk::thread::place_side_thread(&side_cpus));
-                        writer_thread(captures, &finished, clock, stall)
-                    })
-            });
-            if let Some(Err(e)) = &writer {
-                log::warn!("no capture writer thread ({e}): nothing is captured");
-            }
             // Link state off the datapath; the monitor (and its memif park
             // on the interrupt thread) ends before the ports are stopped.
             let mut monitor = monitor;
@@ -261,41 +233,15 @@ impl Forwarding {
                 }
             });
             finished.store(true, Ordering::Release);
-            let written = match writer {
-                Some(Ok(w)) => w.join().ok(),
-                _ => None,
-            };
-            (launch, written.unwrap_or_default())
+            launch
         });
-        let (launch, (capture_reports, capture_unread)) = launch;
         dpdk::pdump::set_reply_gate(None);
-        live.running.store(false, Ordering::Relaxed);
-        // Sent by the stats thread when it saw the quit; this covers a run
-        // without one.
-        live.notify.stopping();
         launch?;
         Ok(Finished {
             leftover: work,
             histograms: histograms.into_inner().unwrap_or_default(),
-            captures: capture_reports,
-            capture_unread,
             trip: trip.map(|t| t.report()),
         })
-    }
-}
-
-/// Says where the capture writer runs.
-fn log_placement(p: dpdk::thread::Placement) {
-    use dpdk::thread::Placement;
-    match p {
-        Placement::Own(cpus) => log::info!("capture writer on CPUs {cpus:?} (no lcore there)"),
-        Placement::Shared => log::info!(
-            "capture writer shares a CPU with an lcore (none is free): it runs at nice 19, \
-             and copies it cannot write in time are dropped and counted (capture_dropped)"
-        ),
-        Placement::Unchanged(e) => log::warn!(
-            "capture writer shares a CPU with an lcore at normal priority ({e}): it can slow forwarding"
-        ),
     }
 }
 
@@ -324,32 +270,36 @@ fn handoff_queues(plan: &Plan, links: &Links) -> Vec<HandoffQueue> {
     rx.chain(tx).collect()
 }
 
-/// Builds each capture's pool and ring: the writer sides, and per RX
+/// Builds each captured port's rings: the writer's ends, and per RX
 /// stage the taps it copies into (one sender per RX stage and capture).
 fn captures(
     plan: &Plan,
     res: &Resources,
-    files: Vec<CaptureFile>,
-) -> Result<(Vec<Capture>, Vec<Vec<capture::Tap>>), RunError> {
+    captured: &[u16],
+) -> Result<(Vec<CaptureEnd>, Vec<Vec<capture::Tap>>), RunError> {
     let n_rx = plan.rx_stages.len();
     let mut taps: Vec<Vec<capture::Tap>> = (0..n_rx).map(|_| Vec::new()).collect();
-    let mut writers = Vec::new();
-    for f in files {
-        let info = &res.infos[f.port as usize];
+    let mut ends = Vec::new();
+    for &port in captured {
+        let info = &res.infos[port as usize];
         let (senders, receiver) =
             crate::dpdk::capture::capture_channel(RING_BYTES, info.socket, n_rx)
-                .map_err(|e| RunError::Runtime(format!("--capture {}: {e}", f.port)))?;
+                .map_err(|e| RunError::Runtime(format!("--capture {port}: {e}")))?;
         let counters = Arc::new(CaptureCounters::new(plan.capture.count));
         for (stage, sender) in senders.into_iter().enumerate() {
             taps[stage].push(capture::Tap {
-                port: f.port,
+                port,
                 sender,
                 counters: counters.clone(),
             });
         }
-        writers.push(Capture::new(f, info.name.clone(), counters, receiver));
+        ends.push(CaptureEnd {
+            port,
+            receiver,
+            counters,
+        });
     }
-    Ok((writers, taps))
+    Ok((ends, taps))
 }
 
 fn some<T>(v: Vec<T>) -> Vec<Option<T>> {

@@ -44,8 +44,8 @@
 
 use super::rate::{FullPolicy, Hold};
 use crate::config::class::MAX_CLASSES;
+use crate::counters::lcore::{bump, DropReason, LcoreCounters};
 use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender};
-use crate::report::stats::{bump, DropReason, LcoreCounters};
 use std::sync::Arc;
 
 /// What every stage of an lcore is built with, whatever its role.

@@ -18,9 +18,9 @@
 //! the start; nothing on the datapath.
 
 use crate::config::Lcore;
+use crate::counters::trip::TripReport;
 use crate::dpdk;
 use crossbeam_utils::CachePadded;
-use serde::Serialize;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 
 /// Round trips per batch.
@@ -50,17 +50,6 @@ pub struct TripProbe {
     abandoned: [AtomicBool; 2],
     /// One-way TSC cycles, as `f64` bits (0: none).
     cycles: [AtomicU64; 2],
-}
-
-/// The trip as the report gives it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct TripReport {
-    /// The two lcores.
-    pub between: [u32; 2],
-    /// One way, ns, as forwarding started and after it stopped (`None`:
-    /// not measured, one lcore did not get there in time).
-    pub start: Option<f64>,
-    pub end: Option<f64>,
 }
 
 impl TripProbe {

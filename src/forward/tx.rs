@@ -6,11 +6,11 @@ use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold};
 use super::stages::{receive, StageCommon, TX_RETRIES, TX_STALL_GIVE_UP_S};
 use crate::config::MAX_PORTS;
+use crate::counters::latency::{Histogram, HistogramSlot};
+use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_TX};
 use crate::dpdk::{
     self, Burst, MbufBurst, Packet, PacketInputs, PacketSender, TxQueue, TxRun, U64Field,
 };
-use crate::report::latency::{Histogram, HistogramSlot};
-use crate::report::stats::{bump, DropReason, LcoreCounters, IN_PLACE_TX};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 

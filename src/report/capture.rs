@@ -18,6 +18,7 @@
 //! refused without being opened. A created file has mode
 //! [`CREATE_MODE`]: frames can carry anything, so not world-readable.
 
+use crate::counters::capture::CaptureCounters;
 use crate::dpdk::capture::CaptureReceiver;
 use pcap_file::pcapng::blocks::enhanced_packet::EnhancedPacketBlock;
 use pcap_file::pcapng::blocks::interface_description::{
@@ -31,13 +32,9 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
-
-/// Bytes of one capture's ring per RX lcore (one 2 MiB huge page): 26
-/// thousand 64-byte frames, 1300 of 1514 bytes, waiting for the writer.
-pub const RING_BYTES: u64 = 2 << 20;
 
 /// Records the writer takes from one capture per pass (then the next
 /// capture's turn).
@@ -156,31 +153,6 @@ fn open_file(port: u16, path: &Path) -> Result<CaptureFile, CaptureFileError> {
         return Err(not_regular());
     }
     Ok(capture)
-}
-
-/// What one capture's RX lcores and writer share.
-#[derive(Debug)]
-pub struct CaptureCounters {
-    /// `--capture-count`: frames to take.
-    pub limit: u64,
-    /// Frames taken so far by the RX lcores (may pass `limit` by the part
-    /// of a burst beyond it, which is not copied).
-    pub taken: AtomicU64,
-    /// Copies not made: the ring had no room (the writer is behind).
-    pub dropped: AtomicU64,
-    /// Frames written to the file.
-    pub written: AtomicU64,
-}
-
-impl CaptureCounters {
-    pub fn new(limit: u64) -> Self {
-        CaptureCounters {
-            limit,
-            taken: AtomicU64::new(0),
-            dropped: AtomicU64::new(0),
-            written: AtomicU64::new(0),
-        }
-    }
 }
 
 /// One capture as the report shows it.
@@ -355,6 +327,23 @@ impl WallClock {
         let since = u128::from(tsc.saturating_sub(self.tsc0)) * 1_000_000_000 / u128::from(self.hz);
         let ns = self.unix_ns + since;
         Duration::new((ns / 1_000_000_000) as u64, (ns % 1_000_000_000) as u32)
+    }
+}
+
+/// Places the calling thread (the writer) beside the lcores: on `cpus`,
+/// the CPUs no lcore runs on, else at the lowest priority where it is
+/// (`dpdk::thread`); logs which.
+pub fn place_writer(cpus: &[usize]) {
+    use crate::dpdk::thread::{place_side_thread, Placement};
+    match place_side_thread(cpus) {
+        Placement::Own(cpus) => log::info!("capture writer on CPUs {cpus:?} (no lcore there)"),
+        Placement::Shared => log::info!(
+            "capture writer shares a CPU with an lcore (none is free): it runs at nice 19, \
+             and copies it cannot write in time are dropped and counted (capture_dropped)"
+        ),
+        Placement::Unchanged(e) => log::warn!(
+            "capture writer shares a CPU with an lcore at normal priority ({e}): it can slow forwarding"
+        ),
     }
 }
 

@@ -70,12 +70,15 @@
 //! last of the lcores' stages and this server's probes is dropped, and
 //! `run` drops the server before the teardown and EAL's cleanup.
 
-use super::capture::CaptureCounters;
-use super::latency::{cycles_to_ns, Histogram, HistogramSlot};
 use super::metrics_http::{self, Limits, Page};
-use super::stats::{DropReason, Totals};
+use super::stats::Totals;
 use super::telemetry::Live;
 use crate::config::Roles;
+use crate::counters::capture::CaptureCounters;
+use crate::counters::latency::{cycles_to_ns, Histogram, HistogramSlot};
+use crate::counters::lcore::LcoreLoad;
+use crate::counters::lcore::{DropReason, LcoreCounters};
+use crate::counters::sources::{HandoffQueue, Sources};
 use crate::dpdk::{self, signal, Port, QueueProbe};
 use prometheus_client::collector::Collector;
 use prometheus_client::encoding::{
@@ -167,30 +170,6 @@ impl MetricsListener {
 /// The running server: dropping it closes every connection and joins the
 /// thread.
 pub type MetricsServer = metrics_http::HttpServer;
-
-/// What `/metrics` reads besides [`Live`], taken from the forwarding
-/// setup (`Forwarding::metrics_sources`).
-#[derive(Clone, Default)]
-pub struct Sources {
-    /// `--latency`: each TX lcore's published histogram (none without).
-    pub latency: Vec<Arc<HistogramSlot>>,
-    /// Every hand-off queue.
-    pub queues: Vec<HandoffQueue>,
-    /// `--capture`: each captured port's counters.
-    pub captures: Vec<(u16, Arc<CaptureCounters>)>,
-}
-
-/// One hand-off queue: its stage, its producer lcore(s) and consumer
-/// lcore, and its occupancy probe.
-#[derive(Clone)]
-pub struct HandoffQueue {
-    /// `rx_to_worker` or `worker_to_tx`.
-    pub stage: &'static str,
-    /// The producer lcore; a shared queue's producers joined by `+`.
-    pub from: String,
-    pub to: String,
-    pub probe: QueueProbe,
-}
 
 /// The live view as a prometheus-client collector, read on every scrape.
 struct Exporter(Arc<Live>, Sources);
@@ -419,14 +398,13 @@ fn lcore_metrics(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
         vec![("lcore", l.to_string()), ("role", roles.names().join("+"))]
     };
     let loads: Vec<_> = live.lcores.iter().map(|(_, _, c)| c.load()).collect();
-    let per_lcore =
-        |f: &dyn Fn(&super::stats::LcoreLoad) -> u64| -> Vec<(Labels, ConstCounter<u64>)> {
-            live.lcores
-                .iter()
-                .zip(&loads)
-                .map(|((l, roles, _), load)| (labels(l, roles), counter(f(load))))
-                .collect()
-        };
+    let per_lcore = |f: &dyn Fn(&LcoreLoad) -> u64| -> Vec<(Labels, ConstCounter<u64>)> {
+        live.lcores
+            .iter()
+            .zip(&loads)
+            .map(|((l, roles, _), load)| (labels(l, roles), counter(f(load))))
+            .collect()
+    };
     family(
         e,
         "tqfwd_lcore_busy_cycles",
@@ -451,7 +429,7 @@ fn lcore_metrics(e: &mut DescriptorEncoder, live: &Live) -> fmt::Result {
         "loop iterations that found nothing to do",
         per_lcore(&|l| l.idle_polls),
     )?;
-    let per_role = |has: fn(&Roles) -> bool, f: fn(&super::stats::LcoreCounters) -> u64| {
+    let per_role = |has: fn(&Roles) -> bool, f: fn(&LcoreCounters) -> u64| {
         live.lcores
             .iter()
             .filter(|(_, roles, _)| has(roles))

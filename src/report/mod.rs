@@ -7,7 +7,7 @@
 //! summary and the JSON.
 
 pub mod capture;
-pub mod latency;
+
 pub mod live;
 pub mod logging;
 pub mod metrics;
@@ -20,12 +20,13 @@ pub mod systemd;
 pub mod telemetry;
 
 use crate::config::{Lcore, Machine, Plan};
+use crate::counters::capture::CaptureCounters;
+use crate::counters::latency::{self, cycles_to_ns, Histogram};
+use crate::counters::lcore::LcoreCounters;
 use crate::dpdk::{self, signal};
 use crate::setup::Resources;
 use crate::wire::MacAddr;
-use capture::CaptureCounters;
-use latency::{cycles_to_ns, Histogram};
-use stats::{ClassReport, LatencyReport, LcoreCounters, PortReport, Report, Totals};
+use stats::{ClassReport, LatencyReport, PortReport, Report, Totals};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Instant;

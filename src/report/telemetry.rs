@@ -17,10 +17,11 @@
 //! DPDK's). The port commands are in `forward::control`.
 
 use crate::config::Roles;
+use crate::counters::capture::CaptureCounters;
+use crate::counters::lcore::{DropReason, LcoreCounters, LcoreLoad};
 use crate::dpdk::telemetry::{register, TelValue};
 use crate::dpdk::{DpdkError, Lcore, Port};
-use crate::report::capture::CaptureCounters;
-use crate::report::stats::{DropReason, LcoreCounters, LcoreLoad, Totals};
+use crate::report::stats::Totals;
 use crate::report::systemd::Notify;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

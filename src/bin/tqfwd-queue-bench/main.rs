@@ -63,7 +63,7 @@
 //! * `report.rs`: the markdown table, targets and JSON.
 //!
 //! [`queue::ShardedConsumer`]: tqfwd::queue::ShardedConsumer
-//! [`Histogram`]: tqfwd::report::latency::Histogram
+//! [`Histogram`]: tqfwd::counters::latency::Histogram
 
 #![forbid(unsafe_code)]
 

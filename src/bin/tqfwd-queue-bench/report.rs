@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 
 use serde_json::{json, Value};
+use tqfwd::counters::latency::cycles_to_ns;
 use tqfwd::dpdk::{self, Lcore};
-use tqfwd::report::latency::cycles_to_ns;
 
 use crate::anchor::{Anchor, ANCHOR_RING_SIZE};
 use crate::args::{Args, Plan};

@@ -7,7 +7,7 @@
 //! where the round has no figure, which [`median`] skips); arithmetic only,
 //! no I/O, nothing timed.
 
-use tqfwd::report::latency::{cycles_to_ns, Histogram};
+use tqfwd::counters::latency::{cycles_to_ns, Histogram};
 
 use crate::contenders::Contender;
 use crate::runner::{RunOut, RunParams};

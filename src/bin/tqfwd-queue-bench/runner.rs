@@ -13,9 +13,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use crossbeam_utils::CachePadded;
+use tqfwd::counters::latency::Histogram;
 use tqfwd::dpdk::{self, Eal, Lcore};
 use tqfwd::queue::{self, BurstReceiver, BurstSender, UnitMemory};
-use tqfwd::report::latency::Histogram;
 
 /// Largest burst the bench accepts (sizes its stack buffers).
 pub(crate) const MAX_BURST: usize = queue::MAX_BURST;
