@@ -18,5 +18,5 @@ pub mod invocation;
 pub mod parts;
 pub mod plan;
 
-pub use parts::{CapturePlan, HandoffPlan, LivePlan, PortsPlan, StagePlan};
+pub use parts::{CapturePlan, HandoffPlan, LivePlan, PortsPlan, StageMode, StageModes, StagePlan};
 pub use plan::{Lcore, Machine, Plan, PlanError, PortFacts, RoleLayout, Roles, MAX_PORTS};

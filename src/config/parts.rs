@@ -71,6 +71,31 @@ impl HandoffPlan {
     }
 }
 
+/// How one stage moves packets, settled once per stage by the plan
+/// ([`Plan::stage_modes`](super::Plan::stage_modes)): each mode has a loop
+/// of its own, chosen when the lcore is wired, so no stage tests its mode
+/// while it polls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub enum StageMode {
+    /// Through the stage's own bursts (`--handoff copy`, or where a stage
+    /// scatters to several queues).
+    Bursts = 0,
+    /// In the queues' slots (`--handoff zero-copy`).
+    InPlace = 1,
+    /// The worker processes a unit where it lies and hands it back to the
+    /// RX lcore that filled it, whose TX stage transmits from it.
+    RoundTrip = 2,
+}
+
+/// Each role's [`StageMode`] (an RX stage's is `Bursts` or `InPlace`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct StageModes {
+    pub rx: StageMode,
+    pub worker: StageMode,
+    pub tx: StageMode,
+}
+
 /// How each port is brought up (`setup::ports`, `setup::frames`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct PortsPlan {

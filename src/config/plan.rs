@@ -7,7 +7,9 @@
 
 use super::class::{check_classes, ClassError, ClassSpec, WorkerRange};
 use super::cli::{Backend, Handoff, Options, RequestedDevice};
-use super::parts::{CapturePlan, HandoffPlan, LivePlan, PortsPlan, StagePlan};
+use super::parts::{
+    CapturePlan, HandoffPlan, LivePlan, PortsPlan, StageMode, StageModes, StagePlan,
+};
 use std::path::PathBuf;
 
 /// An EAL lcore id.
@@ -409,6 +411,33 @@ impl Plan {
             && rx == tx
     }
 
+    /// Each role's hand-off mode: RX receives in place where all it
+    /// receives goes to one worker queue (one worker, no `--class`; the
+    /// round trip's queue too); a worker hands back in place where the
+    /// round trip holds, else moves slot to slot where it has one TX
+    /// lcore; TX transmits from the slots (or from what comes back, round
+    /// trip) whenever the stages work in place.
+    pub fn stage_modes(&self) -> StageModes {
+        let (in_place, round_trip) = (self.handoff.zero_copy(), self.round_trip());
+        let pick = |round, in_place| {
+            if round {
+                StageMode::RoundTrip
+            } else if in_place {
+                StageMode::InPlace
+            } else {
+                StageMode::Bursts
+            }
+        };
+        StageModes {
+            rx: pick(
+                false,
+                in_place && self.workers.len() == 1 && self.classes.is_empty(),
+            ),
+            worker: pick(round_trip, in_place && self.layout.tx.len() == 1),
+            tx: pick(round_trip, in_place),
+        }
+    }
+
     /// Resolves and checks everything the options decide.
     pub fn new(opts: &Options, m: &Machine) -> Result<Plan, PlanError> {
         let layout = RoleLayout::resolve(opts, &m.lcores, m.main)?;
@@ -721,6 +750,44 @@ mod tests {
                 .map(|d| d.option),
             Some("-a")
         );
+    }
+
+    /// Each role's mode follows the layout: the round trip where RX and TX
+    /// lcores are one set with one worker; in place where a stage has one
+    /// queue to write; bursts where it scatters (several workers or TX
+    /// lcores, `--class`) or with `--handoff copy`.
+    #[test]
+    fn stage_modes_follow_the_layout() {
+        use StageMode::{Bursts as B, InPlace as I, RoundTrip as R};
+        let modes = |lcores: &[Lcore], args: &[&str]| {
+            let p = Plan::new(&opts(args), &machine(lcores, 2)).unwrap();
+            let m = p.stage_modes();
+            (m.rx, m.worker, m.tx)
+        };
+        assert_eq!(modes(&[0, 1], &[]), (I, R, R));
+        assert_eq!(modes(&[0, 1], &["--handoff", "zero-copy"]), (I, I, I));
+        assert_eq!(modes(&[0, 1], &["--handoff", "copy"]), (B, B, B));
+        assert_eq!(modes(&[0, 1], &["--backend", "ring"]), (I, I, I));
+        let split = [
+            "--rx-lcores",
+            "0",
+            "--worker-lcores",
+            "1-2",
+            "--tx-lcores",
+            "3",
+        ];
+        assert_eq!(modes(&[0, 1, 2, 3], &split), (B, I, I));
+        let two_tx = [
+            "--rx-lcores",
+            "0",
+            "--worker-lcores",
+            "1",
+            "--tx-lcores",
+            "2-3",
+        ];
+        assert_eq!(modes(&[0, 1, 2, 3], &two_tx), (I, B, I));
+        let class = ["--class", "kv:udp,dst-port=8080:2"];
+        assert_eq!(modes(&[0, 1, 2], &class).0, B);
     }
 
     #[test]

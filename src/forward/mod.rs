@@ -23,7 +23,7 @@ pub mod trip;
 pub mod tx;
 pub mod worker;
 
-use crate::config::{Lcore, Plan, MAX_PORTS};
+use crate::config::{Lcore, Plan, StageMode, StageModes, MAX_PORTS};
 use crate::counters::capture::CaptureCounters;
 use crate::counters::latency::{Histogram, HistogramSlot};
 use crate::counters::lcore::LcoreCounters;
@@ -51,13 +51,16 @@ struct Phase {
     n_workers: usize,
 }
 
-/// The stages one lcore runs.
+/// The stages one lcore runs, and the loop that polls them.
 pub struct LcoreWork {
     rx: Option<RxStage>,
     worker: Option<WorkerStage>,
     tx: Option<TxStage>,
     /// Quiescence slot of an lcore that polls ports (RX or TX stage).
     port_slot: Option<usize>,
+    /// The loop for the stages' modes, chosen when the lcore is wired
+    /// ([`lcore_loop`]).
+    run: LcoreLoop,
 }
 
 /// One `--capture`'s writer end: the port, its rings' receiving end and
@@ -217,7 +220,7 @@ impl Forwarding {
                     if let Some(t) = &trip {
                         t.play(lcore, trip::When::Start);
                     }
-                    run_lcore(&mut w, &phase, &gates, c);
+                    (w.run)(&mut w, &phase, &gates, c);
                     if let Some(t) = &trip {
                         t.play(lcore, trip::When::End);
                     }
@@ -325,6 +328,8 @@ struct Wiring<'a> {
     taps: Vec<Vec<capture::Tap>>,
     /// `--latency` with `--metrics`: each TX stage's histogram slot.
     latency_slots: Vec<Arc<HistogramSlot>>,
+    /// Each role's hand-off mode, as the plan settles it.
+    modes: StageModes,
 }
 
 impl<'a> Wiring<'a> {
@@ -371,12 +376,14 @@ impl<'a> Wiring<'a> {
             tx_queues: some(queues.tx),
             taps,
             latency_slots: Vec::new(),
+            modes: plan.stage_modes(),
         }
     }
 
     fn lcore(&mut self, l: Lcore, c: &Arc<LcoreCounters>) -> LcoreWork {
         let plan = self.plan;
         LcoreWork {
+            run: lcore_loop(self.modes),
             rx: plan
                 .rx_stages
                 .iter()
@@ -433,7 +440,7 @@ impl<'a> Wiring<'a> {
             rules,
         )
         .with_capture(capture::Taps::new(std::mem::take(&mut self.taps[stage])))
-        .with_zero_copy(plan.handoff.zero_copy())
+        .with_mode(self.modes.rx)
     }
 
     fn worker_stage(&mut self, w: usize, c: &Arc<LcoreCounters>) -> WorkerStage {
@@ -455,8 +462,7 @@ impl<'a> Wiring<'a> {
             self.common(c),
             rules,
         )
-        .with_zero_copy(plan.handoff.zero_copy())
-        .with_round_trip(plan.round_trip())
+        .with_mode(self.modes.worker)
     }
 
     fn tx_stage(&mut self, t: usize, c: &Arc<LcoreCounters>) -> TxStage {
@@ -476,8 +482,7 @@ impl<'a> Wiring<'a> {
             self.res.stamp,
         )
         .with_latency_slot(slot, dpdk::tsc_hz() / LATENCY_PUBLISH_PER_S)
-        .with_zero_copy(self.plan.handoff.zero_copy())
-        .with_round_trip(self.plan.round_trip())
+        .with_mode(self.modes.tx)
     }
 }
 
@@ -485,10 +490,56 @@ impl<'a> Wiring<'a> {
 /// `/metrics` at most (8 KiB each time, see `HistogramSlot`).
 const LATENCY_PUBLISH_PER_S: u64 = 10;
 
+/// An lcore's loop over its stages, for one combination of their modes.
+type LcoreLoop = fn(&mut LcoreWork, &Phase, &PortGates, &LcoreCounters);
+
+/// The loop for `modes`, chosen once, when the lcore is wired (DPDK
+/// l3fwd's one main loop per lookup mode): each is [`run_lcore`] built for
+/// one combination, so no stage tests its mode while it polls. A role the
+/// lcore does not hold is never polled, whatever its mode.
+fn lcore_loop(modes: StageModes) -> LcoreLoop {
+    macro_rules! pick {
+        ($(($rx:literal, $w:ident, $t:ident)),*) => {
+            match (modes.rx != StageMode::Bursts, modes.worker, modes.tx) {
+                $(
+                    ($rx, StageMode::$w, StageMode::$t) => {
+                        run_lcore::<$rx, { StageMode::$w as u8 }, { StageMode::$t as u8 }>
+                    }
+                )*
+            }
+        };
+    }
+    pick!(
+        (false, Bursts, Bursts),
+        (false, Bursts, InPlace),
+        (false, Bursts, RoundTrip),
+        (false, InPlace, Bursts),
+        (false, InPlace, InPlace),
+        (false, InPlace, RoundTrip),
+        (false, RoundTrip, Bursts),
+        (false, RoundTrip, InPlace),
+        (false, RoundTrip, RoundTrip),
+        (true, Bursts, Bursts),
+        (true, Bursts, InPlace),
+        (true, Bursts, RoundTrip),
+        (true, InPlace, Bursts),
+        (true, InPlace, InPlace),
+        (true, InPlace, RoundTrip),
+        (true, RoundTrip, Bursts),
+        (true, RoundTrip, InPlace),
+        (true, RoundTrip, RoundTrip)
+    )
+}
+
 /// One lcore's loop: polls its stages (output before input) until each
 /// has drained, reporting quiescence for the port lifecycle and publishing
-/// busy/idle cycles.
-fn run_lcore(work: &mut LcoreWork, phase: &Phase, gates: &PortGates, counters: &LcoreCounters) {
+/// busy/idle cycles. `RX`, `WK`, `TX`: the stages' modes ([`lcore_loop`]).
+fn run_lcore<const RX: bool, const WK: u8, const TX: u8>(
+    work: &mut LcoreWork,
+    phase: &Phase,
+    gates: &PortGates,
+    counters: &LcoreCounters,
+) {
     // Busy/idle accounting (sampled, see `LoopClock`), published once per
     // window and at the end.
     let mut clock = clock::LoopClock::new(dpdk::rdtsc_inline());
@@ -501,7 +552,7 @@ fn run_lcore(work: &mut LcoreWork, phase: &Phase, gates: &PortGates, counters: &
             q.report(s, &mut reported);
         }
         clock.begin(dpdk::rdtsc_inline);
-        let (moved, pending) = poll_stages(work, phase);
+        let (moved, pending) = poll_stages::<RX, WK, TX>(work, phase);
         let window_closed = clock.end(moved != 0, dpdk::rdtsc_inline);
         if !pending {
             clock.close(dpdk::rdtsc_inline());
@@ -540,7 +591,10 @@ fn publish(counters: &LcoreCounters, clock: &clock::LoopClock) {
 /// One pass over an lcore's stages; returns (packets moved, some stage
 /// still running).
 #[inline]
-fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
+fn poll_stages<const RX: bool, const WK: u8, const TX: u8>(
+    work: &mut LcoreWork,
+    phase: &Phase,
+) -> (usize, bool) {
     let mut pending = false;
     let mut moved = 0usize;
     // Output before input: an lcore holding several roles first makes
@@ -559,11 +613,12 @@ fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
     if let Some(t) = work.tx.as_mut() {
         if !t.done {
             let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
+            // Round trip: what comes back to this lcore's RX sender.
             let returns = match work.rx.as_mut() {
-                Some(rx) if t.round_trip() => rx.returns(),
+                Some(rx) if TX == StageMode::RoundTrip as u8 => rx.returns(),
                 _ => None,
             };
-            let n = t.poll(upstream_done, returns);
+            let n = t.poll::<TX>(upstream_done, returns);
             backlog |= n >= t.pass();
             moved += n;
             pending |= !t.done;
@@ -572,7 +627,7 @@ fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
     if let Some(w) = work.worker.as_mut() {
         if !w.done {
             let upstream_done = phase.rx_done.load(Ordering::Acquire) == phase.n_rx;
-            let n = w.poll(upstream_done);
+            let n = w.poll::<WK>(upstream_done);
             backlog |= n >= w.pass();
             moved += n;
             if w.done {
@@ -586,7 +641,7 @@ fn poll_stages(work: &mut LcoreWork, phase: &Phase) -> (usize, bool) {
         if !rx.done {
             let stop = signal::quit_requested();
             if stop || !backlog {
-                moved += rx.poll(stop);
+                moved += rx.poll::<RX>(stop);
             }
             if rx.done {
                 phase.rx_done.fetch_add(1, Ordering::Release);

@@ -6,7 +6,7 @@ use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
 use super::stages::{flush_buckets, reduce, Drops, StageCommon};
 use crate::config::class::{WorkerRange, MAX_CLASSES};
-use crate::config::MAX_PORTS;
+use crate::config::{StageMode, MAX_PORTS};
 use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_RX};
 use crate::dpdk::{self, Burst, MbufBurst, Packet, PacketSender, Sampling, U64Field};
 use crate::setup::ports::PolledQueue;
@@ -66,9 +66,6 @@ pub struct RxStage {
     /// `--capture`: the taps of the captured ports (None: capture off or
     /// done).
     capture: Option<Box<Taps>>,
-    /// `--handoff zero-copy` with one worker and no `--class`: each queue's
-    /// frames are received straight into the worker queue's slots.
-    zero_copy: bool,
     started: bool,
     pub done: bool,
 }
@@ -123,18 +120,18 @@ impl RxStage {
             n_workers,
             counters,
             capture: None,
-            zero_copy: false,
             started: false,
             done: false,
         }
     }
 
-    /// Receives in place (`--handoff zero-copy`) where every packet goes to
-    /// one worker: one sender and no classes. `--capture` taps read each
-    /// burst where the PMD put it, in place or not.
-    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
-        self.zero_copy = zero_copy && self.senders.len() == 1 && self.classes.is_empty();
-        if self.zero_copy {
+    /// Marks the stage's mode in its counters (`lcores[].in_place`); the
+    /// lcore's loop polls it with [`poll::<true>`](Self::poll) for
+    /// [`StageMode::InPlace`] (one worker queue, no classes, as the plan
+    /// settles), else with `poll::<false>`. `--capture` taps read each
+    /// burst where the PMD put it, in either mode.
+    pub fn with_mode(self, mode: StageMode) -> Self {
+        if mode != StageMode::Bursts {
             self.counters.in_place.fetch_or(IN_PLACE_RX, Relaxed);
         }
         self
@@ -296,9 +293,10 @@ impl RxStage {
 
     /// One pass over the ports; returns how many packets it received.
     /// `stop`: RX must stop; pending packets are still handed on (or, with
-    /// `drop`, already were).
+    /// `drop`, already were). `IN_PLACE`: the stage's mode
+    /// ([`with_mode`](Self::with_mode)), fixed for its lcore's loop.
     #[inline]
-    pub fn poll(&mut self, stop: bool) -> usize {
+    pub fn poll<const IN_PLACE: bool>(&mut self, stop: bool) -> usize {
         if !self.started {
             self.started = true;
             self.counters
@@ -317,14 +315,16 @@ impl RxStage {
             self.done = true;
             return 0;
         }
-        let mut total = 0;
-        let mut rx_now = 0u64;
+        let mut pass = Pass {
+            total: 0,
+            now: 0,
+            allowance: usize::MAX,
+        };
         // `--rx-rate`: what this pass may take in all.
-        let mut allowance = usize::MAX;
         if let Some(rate) = self.rate.as_mut() {
-            rx_now = dpdk::rdtsc_inline();
-            allowance = rate.allowance(rx_now);
-            if allowance == 0 {
+            pass.now = dpdk::rdtsc_inline();
+            pass.allowance = rate.allowance(pass.now);
+            if pass.allowance == 0 {
                 return 0;
             }
         }
@@ -344,75 +344,88 @@ impl RxStage {
             } else {
                 self.first_queue + k
             };
-            let (port, class) = (self.queues[i].queue.port_id(), self.queues[i].class);
-            // The buckets are handed on once per pass (one queue operation
-            // for all ports' packets), unless one could overflow first.
-            if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
+            if blocked.has(self.queues[i].queue.port_id()) {
+                continue;
+            }
+            if !self.poll_queue::<IN_PLACE>(i, &mut pass) {
                 break;
             }
-            if blocked.has(port) {
-                continue;
+        }
+        if let Some(rate) = self.rate.as_mut() {
+            rate.spend(pass.total);
+        }
+        // What does not fit stays in the buckets: the next poll tries again
+        // before receiving more.
+        self.flush();
+        pass.total
+    }
+
+    /// Queue `i`'s turn in a pass: receives from it (in place, or into the
+    /// burst and spread over the workers) and counts it in `pass`. False
+    /// when the pass ends here (no room downstream, or the rate's
+    /// allowance spent).
+    #[inline(always)]
+    fn poll_queue<const IN_PLACE: bool>(&mut self, i: usize, pass: &mut Pass) -> bool {
+        let (port, class) = (self.queues[i].queue.port_id(), self.queues[i].class);
+        // The buckets are handed on once per pass (one queue operation for
+        // all ports' packets), unless one could overflow first.
+        if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
+            return false;
+        }
+        // In place: received straight into the worker's queue. Its queue
+        // full, the frames stay in the NIC (both modes: a worker that is
+        // merely saturated frees a unit within microseconds), until the
+        // Hold counts the worker as stalled (drop mode, past
+        // `--drop-after`): then the burst path receives them and the flush
+        // drops them, so the NIC's ring keeps moving.
+        let in_place = if IN_PLACE {
+            match self.receive_in_place(i, self.unit.min(pass.allowance), &mut pass.now) {
+                None if !self.holds[0].refused(self.policy, dpdk::rdtsc_inline) => return false,
+                got => got,
             }
-            // In place: received straight into the worker's queue. Its
-            // queue full, the frames stay in the NIC (both modes: a worker
-            // that is merely saturated frees a unit within microseconds),
-            // until the Hold counts the worker as stalled (drop mode, past
-            // `--drop-after`): then the burst path receives them and the
-            // flush drops them, so the NIC's ring keeps moving.
-            let in_place = if self.zero_copy {
-                match self.receive_in_place(i, self.unit.min(allowance), &mut rx_now) {
-                    None if !self.holds[0].refused(self.policy, dpdk::rdtsc_inline) => break,
-                    got => got,
-                }
-            } else {
-                None
-            };
-            let n = match in_place {
-                Some(n) => {
-                    self.holds[0].took();
-                    n
-                }
-                None => self.queues[i]
-                    .queue
-                    .rx_burst(&mut self.rx, self.burst.min(allowance)),
-            };
-            if n == 0 {
-                continue;
+        } else {
+            None
+        };
+        let n = match in_place {
+            Some(n) => {
+                self.holds[0].took();
+                n
             }
-            total += n;
-            allowance -= n;
-            bump(
-                &self.counters.rx_port_packets[port as usize % MAX_PORTS],
-                n as u64,
-            );
-            if in_place.is_some() {
-                if allowance == 0 {
-                    break;
-                }
-                continue;
-            }
+            None => self.queues[i]
+                .queue
+                .rx_burst(&mut self.rx, self.burst.min(pass.allowance)),
+        };
+        if n == 0 {
+            return true;
+        }
+        pass.total += n;
+        pass.allowance -= n;
+        bump(
+            &self.counters.rx_port_packets[port as usize % MAX_PORTS],
+            n as u64,
+        );
+        if in_place.is_none() {
             // `--capture`: copies of the first frames (one branch when off).
             if let Some(taps) = self.capture.as_deref_mut() {
-                if !taps.tap(port, self.rx.as_slice(), &mut rx_now) {
+                if !taps.tap(port, self.rx.as_slice(), &mut pass.now) {
                     self.capture = None;
                 }
             }
             // One TSC read per pass over the queues (not per queue): rdtsc
             // is not cheap in a VM, and a pass takes well under a µs.
-            if self.sampling.is_some() && rx_now == 0 {
-                rx_now = dpdk::rdtsc_inline();
+            if self.sampling.is_some() && pass.now == 0 {
+                pass.now = dpdk::rdtsc_inline();
             }
-            self.spread(port, class, rx_now);
-            if allowance == 0 {
-                break;
-            }
+            self.spread(port, class, pass.now);
         }
-        if let Some(rate) = self.rate.as_mut() {
-            rate.spend(total);
-        }
-        // What does not fit stays in the buckets: the next poll tries again
-        // before receiving more.
-        self.flush();
-        total
+        pass.allowance != 0
     }
+}
+
+/// One pass of [`RxStage::poll`] over the queues: packets received so far,
+/// the TSC read for it (0 until read), and what `--rx-rate` still allows.
+struct Pass {
+    total: usize,
+    now: u64,
+    allowance: usize,
 }

@@ -26,13 +26,18 @@
 //! input port, sample mark) read at RX; workers touch only the frame, TX
 //! groups by the packet's port.
 //!
-//! Zero-copy (`--handoff zero-copy`, each stage's `with_zero_copy`): where
-//! a stage's packets all go to one queue, it works in the queues' own slots
-//! (`dpdk::packet_queue`): RX receives into the worker queue, the worker
-//! moves packets slot to slot into the TX queue, TX transmits from its
-//! queue's slots and leaves what a port refuses there. Elsewhere (several
-//! workers or TX lcores, `--class`) the stage uses its
-//! bursts, as with `--handoff copy`.
+//! Modes: the plan settles each role's [`StageMode`](crate::config::StageMode)
+//! once (`Plan::stage_modes`), each stage is built for it (`with_mode`),
+//! and the lcore's loop is the one built for its stages' modes
+//! (`forward::lcore_loop`, chosen when the lcore is wired): no stage tests
+//! its mode while it polls.
+//!
+//! In place (`--handoff zero-copy`): where a stage's packets all go to one
+//! queue, it works in the queues' own slots (`dpdk::packet_queue`): RX
+//! receives into the worker queue, the worker moves packets slot to slot
+//! into the TX queue, TX transmits from its queue's slots and leaves what
+//! a port refuses there. Elsewhere (several workers or TX lcores,
+//! `--class`) the stage uses its bursts, as with `--handoff copy`.
 //!
 //! Round trip (`--handoff round-trip`, the default, where `Plan::round_trip`
 //! holds: tq, one worker, no `--class`, the RX lcores are the TX lcores):

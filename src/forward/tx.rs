@@ -2,10 +2,10 @@
 //! TX queue of their output port, from its input queues' slots
 //! (`--handoff zero-copy`) or through per-port bursts.
 
-use super::lifecycle::PortGates;
+use super::lifecycle::{PortGates, PortMask};
 use super::rate::{FullPolicy, Hold};
 use super::stages::{receive, StageCommon, TX_RETRIES, TX_STALL_GIVE_UP_S};
-use crate::config::MAX_PORTS;
+use crate::config::{StageMode, MAX_PORTS};
 use crate::counters::latency::{Histogram, HistogramSlot};
 use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_TX};
 use crate::dpdk::{
@@ -60,12 +60,6 @@ pub struct TxStage {
     /// During shutdown: when to give up on a stalled port, and how many
     /// stop signals had arrived then (one more gives up at once).
     give_up_at: Option<(u64, u32)>,
-    /// `--handoff zero-copy`: transmits what the input queues' slots hold
-    /// (no staging burst); a port's refusal leaves the packets there.
-    zero_copy: bool,
-    /// `--handoff round-trip`: transmits what the worker handed back to
-    /// this lcore's RX stage (its sender, passed to `poll`), in place too.
-    round_trip: bool,
     pub done: bool,
 }
 
@@ -95,8 +89,6 @@ impl TxStage {
             holds: vec![Hold::default(); ports.len()],
             pending: false,
             give_up_at: None,
-            zero_copy: false,
-            round_trip: false,
             latency: latency.map(|f| (f, Histogram::boxed())),
             latency_slot: None,
             inputs,
@@ -112,32 +104,19 @@ impl TxStage {
         }
     }
 
-    /// Transmits in place (`--handoff zero-copy`).
-    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
-        self.zero_copy = zero_copy;
-        if self.zero_copy {
+    /// Sets up the stage for its mode, as the plan settles it (the
+    /// lcore's loop then polls it with [`poll::<MODE>`](Self::poll)):
+    /// [`StageMode::InPlace`] transmits what the input queues' slots hold
+    /// (no staging burst; a port's refusal leaves the packets there);
+    /// [`StageMode::RoundTrip`] does the same with what the worker handed
+    /// back to this lcore's RX stage (its sender, passed to `poll`: the
+    /// stage has no input queues of its own); both take a batch per poll.
+    pub fn with_mode(mut self, mode: StageMode) -> Self {
+        if mode != StageMode::Bursts {
             self.pass = self.unit;
             self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
         }
         self
-    }
-
-    /// Transmits what the worker hands back to this lcore's RX stage
-    /// (round trip: the stage has no input queues of its own).
-    pub fn with_round_trip(mut self, round_trip: bool) -> Self {
-        self.round_trip = round_trip;
-        if round_trip {
-            self.zero_copy = true;
-            self.pass = self.unit;
-            self.counters.in_place.fetch_or(IN_PLACE_TX, Relaxed);
-        }
-        self
-    }
-
-    /// True when the stage transmits what comes back to its lcore's RX
-    /// stage (`poll` needs that stage's sender).
-    pub fn round_trip(&self) -> bool {
-        self.round_trip
     }
 
     /// Copies the latency histogram into `slot` every `period` TSC cycles
@@ -253,20 +232,25 @@ impl TxStage {
 
     /// The zero-copy round: up to a batch, run by run, transmitted from
     /// the input queues' slots (`PacketInputs::transmit`), each run on its
-    /// output port with bounded retries; what a port refuses stays in the
-    /// queue (no more input this round) unless its [`Hold`] says to drop it.
-    /// `returns`: round trip, this lcore's RX sender, whose packets come
-    /// back to it (`PacketInputs::transmit_returned`).
+    /// output port with bounded retries ([`send_run`]); what a port
+    /// refuses stays in the queue (no more input this round) unless its
+    /// [`Hold`] says to drop it. `ROUND_TRIP`: from what came back to
+    /// `returns`, this lcore's RX sender
+    /// (`PacketInputs::transmit_returned`).
     #[inline]
-    fn poll_in_place(
+    fn poll_in_place<const ROUND_TRIP: bool>(
         &mut self,
         upstream_done: bool,
         mut returns: Option<&mut PacketSender>,
     ) -> usize {
-        let give_up = self.pending && self.give_up();
-        let blocked = self.gates.blocked();
+        let rules = SendRules {
+            give_up: self.pending && self.give_up(),
+            blocked: self.gates.blocked(),
+            pmd_burst: self.burst,
+            policy: self.policy,
+        };
         let (mut total, mut packets, mut refused) = (0, 0, false);
-        let (pmd_burst, pass) = (self.burst, self.pass);
+        let pass = self.pass;
         let Self {
             inputs,
             ports,
@@ -274,7 +258,6 @@ impl TxStage {
             holds,
             counters,
             latency,
-            policy,
             ..
         } = self;
         while total < pass && !refused {
@@ -293,46 +276,16 @@ impl TxStage {
             };
             let tx = |in_port: u16, run: &mut TxRun<'_>| {
                 let out = out_port[in_port as usize % MAX_PORTS] as usize;
-                let queue = &mut ports[out];
-                let hold = &mut holds[out];
-                let open = !blocked.has(queue.port_id());
-                let mut tries = 0;
-                loop {
-                    if open {
-                        // One PMD burst at a time (a run is up to a
-                        // transfer unit); only a short one is a retry.
-                        let want = run.len().min(pmd_burst);
-                        let sent = run.tx_burst(queue, pmd_burst);
-                        if sent != 0 {
-                            bump(&counters.tx_port_packets[out], sent as u64);
-                            hold.took();
-                        }
-                        if run.is_empty() {
-                            break;
-                        }
-                        if sent == want {
-                            continue;
-                        }
-                        tries += 1;
-                    }
-                    if !open || tries >= TX_RETRIES {
-                        if give_up || hold.refused(*policy, dpdk::rdtsc_inline) {
-                            counters.count_drop(DropReason::TxFull, run.len() as u64);
-                            run.free_rest();
-                        } else {
-                            refused = true;
-                        }
-                        break;
-                    }
-                    dpdk::pause();
-                }
+                refused |= !send_run(run, &mut ports[out], &mut holds[out], out, counters, &rules);
             };
-            let (left, sent) = match returns.as_deref_mut() {
-                Some(from) => inputs.transmit_returned(from, pass - total, sample, tx),
-                None => {
-                    let n = inputs.transmit(pass - total, sample, tx);
-                    (n, n)
+            let (left, sent) = if ROUND_TRIP {
+                match returns.as_deref_mut() {
+                    Some(from) => inputs.transmit_returned(from, pass - total, sample, tx),
+                    None => (0, 0),
                 }
+            } else {
+                let n = inputs.transmit(pass - total, sample, tx);
+                (n, n)
             };
             if left == 0 {
                 break;
@@ -357,23 +310,34 @@ impl TxStage {
         total
     }
 
-    /// One receive/transmit round; returns how many packets it took.
+    /// One round in the stage's mode (`MODE`: a [`StageMode`] as `u8`,
+    /// fixed for its lcore's loop); returns how many packets it took.
     /// `returns`: this lcore's RX sender, for a round-trip stage.
     #[inline]
-    pub fn poll(&mut self, upstream_done: bool, returns: Option<&mut PacketSender>) -> usize {
-        if self.round_trip {
+    pub fn poll<const MODE: u8>(
+        &mut self,
+        upstream_done: bool,
+        returns: Option<&mut PacketSender>,
+    ) -> usize {
+        if MODE == StageMode::RoundTrip as u8 {
             // Without its RX stage's sender nothing can come back.
-            return match returns {
-                Some(from) => self.poll_in_place(upstream_done, Some(from)),
+            match returns {
+                Some(from) => self.poll_in_place::<true>(upstream_done, Some(from)),
                 None => {
                     self.done |= upstream_done;
                     0
                 }
-            };
+            }
+        } else if MODE == StageMode::InPlace as u8 {
+            self.poll_in_place::<false>(upstream_done, None)
+        } else {
+            self.poll_bursts(upstream_done)
         }
-        if self.zero_copy {
-            return self.poll_in_place(upstream_done, None);
-        }
+    }
+
+    /// One receive/transmit round through the stage's bursts.
+    #[inline]
+    fn poll_bursts(&mut self, upstream_done: bool) -> usize {
         if self.pending {
             // A port refused: take no more input until it accepts or its
             // hold runs out (the worker→TX queues fill, then RX stops).
@@ -421,5 +385,61 @@ impl TxStage {
         }
         self.pending = !self.transmit();
         n
+    }
+}
+
+/// What [`send_run`] needs besides the run and its port.
+struct SendRules {
+    /// Shutdown gave up on stalled ports: what a port refuses is dropped.
+    give_up: bool,
+    /// Ports closed by the lifecycle (nothing is sent to them).
+    blocked: PortMask,
+    /// Packets per `rte_eth_tx_burst`.
+    pmd_burst: usize,
+    policy: FullPolicy,
+}
+
+/// Transmits a run on `queue` (output port index `out`), one PMD burst at
+/// a time (a run is up to a transfer unit; only a short burst is a
+/// retry), up to [`TX_RETRIES`] retries. What the port still refuses is
+/// dropped and counted as `tx_full` when shutdown gave up or the port's
+/// [`Hold`] says it is stalled; else it stays in the run and this returns
+/// false (the port refused).
+#[inline(always)]
+fn send_run(
+    run: &mut TxRun<'_>,
+    queue: &mut TxQueue,
+    hold: &mut Hold,
+    out: usize,
+    counters: &LcoreCounters,
+    rules: &SendRules,
+) -> bool {
+    let open = !rules.blocked.has(queue.port_id());
+    let mut tries = 0;
+    loop {
+        if open {
+            let want = run.len().min(rules.pmd_burst);
+            let sent = run.tx_burst(queue, rules.pmd_burst);
+            if sent != 0 {
+                bump(&counters.tx_port_packets[out], sent as u64);
+                hold.took();
+            }
+            if run.is_empty() {
+                return true;
+            }
+            if sent == want {
+                continue;
+            }
+            tries += 1;
+        }
+        if !open || tries >= TX_RETRIES {
+            if rules.give_up || hold.refused(rules.policy, dpdk::rdtsc_inline) {
+                counters.count_drop(DropReason::TxFull, run.len() as u64);
+                run.free_rest();
+                return true;
+            }
+            return false;
+        }
+        dpdk::pause();
     }
 }

@@ -7,6 +7,7 @@
 use super::rate::{FullPolicy, Hold};
 use super::stages::{flush_buckets, receive, synthetic_work, Drops, StageCommon};
 use crate::config::class::MAX_CLASSES;
+use crate::config::StageMode;
 use crate::config::MAX_PORTS;
 use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_WORKER};
 use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender};
@@ -63,13 +64,6 @@ pub struct WorkerStage {
     bucket_class: Vec<u8>,
     /// `--debug-stall-worker`: sleep this long once, at the first packet.
     stall: Option<std::time::Duration>,
-    /// `--handoff zero-copy` with one TX lcore: packets move from the input
-    /// queue's slots straight into the output queue's.
-    zero_copy: bool,
-    /// `--handoff round-trip` where the layout allows it: packets are
-    /// processed where they lie and go back, in their unit, to the RX
-    /// lcore that sent them, which transmits them (no output queue).
-    round_trip: bool,
     counters: Arc<LcoreCounters>,
     pub done: bool,
 }
@@ -111,30 +105,20 @@ impl WorkerStage {
             map: Box::new(map),
             rewrite,
             work_cycles,
-            zero_copy: false,
-            round_trip: false,
             counters,
             done: false,
         }
     }
 
-    /// Processes packets in place and hands them back to their RX lcore
-    /// (round trip: every input is a round-trip queue, and the worker has
-    /// no TX queues).
-    pub fn with_round_trip(mut self, round_trip: bool) -> Self {
-        self.round_trip = round_trip;
-        if round_trip {
-            self.pass = self.unit;
-            self.counters.in_place.fetch_or(IN_PLACE_WORKER, Relaxed);
-        }
-        self
-    }
-
-    /// Moves packets in place (`--handoff zero-copy`) where they all go to
-    /// one TX lcore.
-    pub fn with_zero_copy(mut self, zero_copy: bool) -> Self {
-        self.zero_copy = zero_copy && self.senders.len() == 1;
-        if self.zero_copy {
+    /// Sets up the stage for its mode, as the plan settles it (the
+    /// lcore's loop then polls it with [`poll::<MODE>`](Self::poll)):
+    /// [`StageMode::RoundTrip`] processes units where they lie and hands
+    /// them back to their RX lcore (every input is a round-trip queue, no
+    /// TX queues); [`StageMode::InPlace`] moves packets from the input
+    /// queue's slots straight into the one TX lcore's queue; both take a
+    /// batch per poll.
+    pub fn with_mode(mut self, mode: StageMode) -> Self {
+        if mode != StageMode::Bursts {
             self.pass = self.unit;
             self.counters.in_place.fetch_or(IN_PLACE_WORKER, Relaxed);
         }
@@ -310,17 +294,24 @@ impl WorkerStage {
         total
     }
 
-    /// One receive/process/hand-on round; returns how many packets it
-    /// took. `upstream_done`: every RX lcore has stopped and published all
-    /// it had (read before receiving).
+    /// One round in the stage's mode (`MODE`: a [`StageMode`] as `u8`,
+    /// fixed for its lcore's loop); returns how many packets it took.
+    /// `upstream_done`: every RX lcore has stopped and published all it
+    /// had (read before receiving).
     #[inline]
-    pub fn poll(&mut self, upstream_done: bool) -> usize {
-        if self.round_trip {
-            return self.poll_round_trip(upstream_done);
+    pub fn poll<const MODE: u8>(&mut self, upstream_done: bool) -> usize {
+        if MODE == StageMode::RoundTrip as u8 {
+            self.poll_round_trip(upstream_done)
+        } else if MODE == StageMode::InPlace as u8 {
+            self.poll_in_place(upstream_done)
+        } else {
+            self.poll_bursts(upstream_done)
         }
-        if self.zero_copy {
-            return self.poll_in_place(upstream_done);
-        }
+    }
+
+    /// One receive/process/hand-on round through the stage's bursts.
+    #[inline]
+    fn poll_bursts(&mut self, upstream_done: bool) -> usize {
         if !self.flush() {
             return 0;
         }
