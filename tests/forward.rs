@@ -7,12 +7,16 @@ use std::time::Duration;
 use tqfwd::testkit::gen::{self, Flow};
 use tqfwd::testkit::pcap;
 
-const FRAMES_PER_FILE: usize = 6000;
+pub(crate) const FRAMES_PER_FILE: usize = 6000;
 const FLOWS_PER_FILE: usize = 48;
 
 /// Writes one input file: flows `first_flow..first_flow+FLOWS_PER_FILE`,
 /// round-robin, sequence numbers per flow.
-fn write_input(path: &std::path::Path, first_flow: usize, frames: usize) -> Vec<Vec<u8>> {
+pub(crate) fn write_input(
+    path: &std::path::Path,
+    first_flow: usize,
+    frames: usize,
+) -> Vec<Vec<u8>> {
     let flows: Vec<Flow> = (first_flow..first_flow + FLOWS_PER_FILE)
         .map(Flow::nth)
         .collect();
@@ -36,7 +40,12 @@ fn write_input(path: &std::path::Path, first_flow: usize, frames: usize) -> Vec<
 /// Checks that `out` holds exactly the frames of `inputs`: each once, per-flow
 /// order kept, MACs rewritten to (dst 02:00:00:00:00:<port>, src port MAC),
 /// everything after the MACs untouched.
-fn check_output(out: &[pcap::PcapPacket], inputs: &[Vec<u8>], out_port: u8, out_mac: [u8; 6]) {
+pub(crate) fn check_output(
+    out: &[pcap::PcapPacket],
+    inputs: &[Vec<u8>],
+    out_port: u8,
+    out_mac: [u8; 6],
+) {
     let mut expected: HashMap<(u32, u64), &Vec<u8>> = HashMap::new();
     for f in inputs {
         let s = gen::test_payload(f).expect("stamped input");
@@ -116,8 +125,11 @@ fn pcap_roundtrip(backend: &str, topology: &str, workers: &str, extra: &[&str]) 
         "wait",
         "--depth",
         "256",
+        // Ends once the pcaps are drained; the duration is a backstop.
+        "--debug-exit-when-idle",
+        "300",
         "--duration",
-        "2",
+        "20",
         "--stats-interval",
         "0",
     ];

@@ -19,6 +19,7 @@ mod exposition;
 mod faults;
 mod forward;
 mod hostile;
+mod layouts;
 mod metrics;
 mod metrics_server;
 mod multiseg;

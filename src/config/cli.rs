@@ -176,6 +176,10 @@ pub struct Options {
     #[arg(long, value_name = "IDX:MS", value_parser = parse_stall, hide = true)]
     pub debug_stall_worker: Option<(u32, u32)>,
 
+    /// Test knob: quit once packets were received and none came for MS milliseconds (a finite pcap drained)
+    #[arg(long, value_name = "MS", hide = true, value_parser = clap::value_parser!(u32).range(1..=60_000))]
+    pub debug_exit_when_idle: Option<u32>,
+
     /// Test knob: the --capture writer waits MS milliseconds before it takes its first copy (so its ring overflows)
     #[arg(long, value_name = "MS", hide = true, value_parser = clap::value_parser!(u32).range(0..=60_000))]
     pub debug_capture_stall: Option<u32>,

@@ -190,6 +190,10 @@ pub struct LivePlan {
     pub stats_interval: f64,
     /// `--duration`: seconds until the quit is requested.
     pub duration: Option<f64>,
+    /// `--debug-exit-when-idle`: the quit is requested once packets were
+    /// received and none came for this long (a test's finite input
+    /// drained).
+    pub exit_when_idle: Option<std::time::Duration>,
 }
 
 impl LivePlan {
@@ -197,6 +201,9 @@ impl LivePlan {
         LivePlan {
             stats_interval: o.stats_interval,
             duration: o.duration,
+            exit_when_idle: o
+                .debug_exit_when_idle
+                .map(|ms| std::time::Duration::from_millis(ms.into())),
         }
     }
 }

@@ -18,8 +18,9 @@ pub const STATUS_PERIOD_S: f64 = 1.0;
 /// Prints a stats line every `interval` seconds (with port error counters
 /// when non-zero), logs the totals on SIGUSR1, keeps the live mbuf count for
 /// telemetry, sends systemd STATUS= once a second and STOPPING=1 once the
-/// quit is requested, and requests the quit after `duration`, until
-/// `finished` (`interval` and `duration` from `plan`).
+/// quit is requested, and requests the quit after `duration` (or, with
+/// `exit_when_idle`, once RX went idle after receiving), until `finished`
+/// (`interval`, `duration` and `exit_when_idle` from `plan`).
 pub fn stats_thread(
     finished: &AtomicBool,
     live: &Live,
@@ -36,6 +37,8 @@ pub fn stats_thread(
     let mut stdout_ok = true;
     // systemd STATUS= once a second, rates over that second.
     let (mut status_at, mut status_prev) = (0.0, Totals::default());
+    // `exit_when_idle`: packets received so far, and when that last grew.
+    let (mut rx_seen, mut rx_grew) = (0u64, start);
     while !finished.load(Ordering::Acquire) {
         std::thread::sleep(Duration::from_millis(20));
         live.mbufs_in_use.store(
@@ -45,6 +48,14 @@ pub fn stats_thread(
         let t = start.elapsed().as_secs_f64();
         if let Some(d) = duration {
             if t >= d && !signal::quit_requested() {
+                signal::request_quit();
+            }
+        }
+        if let Some(idle) = plan.exit_when_idle {
+            let rx = live.totals().rx;
+            if rx != rx_seen {
+                (rx_seen, rx_grew) = (rx, Instant::now());
+            } else if rx != 0 && rx_grew.elapsed() >= idle && !signal::quit_requested() {
                 signal::request_quit();
             }
         }

@@ -619,7 +619,7 @@ fn capture_metrics(
     family(
         e,
         "tqfwd_capture_dropped",
-        "--capture: copies lost (capture pool empty or ring full)",
+        "--capture: copies not made (the capture ring had no room: the writer is behind)",
         per_port(|c| c.dropped.load(Ordering::Relaxed)),
     )
 }

@@ -284,7 +284,7 @@ pub struct Report {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub app_classes: Vec<ClassReport>,
     pub signal: Option<i32>,
-    /// `--capture`: copies lost (capture pool empty or ring full), over
+    /// `--capture`: copies not made (the capture ring had no room: the writer is behind), over
     /// all captures; never a forwarded packet.
     pub capture_dropped: u64,
     /// `--capture`: one entry per captured port.
