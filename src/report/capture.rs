@@ -6,8 +6,9 @@
 //! nanosecond timestamps converted from the RX TSC).
 //!
 //! The writer never forwards: it runs beside the lcores like the stats
-//! thread. At the end it drains every ring, so each copy is freed before
-//! the capture pools are counted.
+//! thread, on a CPU no lcore uses where there is one, else at nice 19
+//! ([`place_writer`]). At the end it drains every ring, so no copy is
+//! left unread.
 //!
 //! Files: opened before EAL (a path that cannot be written fails first)
 //! but neither truncated nor written until the writer starts, which is
