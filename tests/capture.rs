@@ -174,9 +174,8 @@ fn slow_writer_drops_copies_not_packets() {
 /// shares a CPU with an lcore): forwarding goes on at its pace, the
 /// copies that do not fit are dropped and counted, and every frame of the
 /// captured port is either written or counted. Judged by packets: a tap
-/// that held the RX lcore back forwarded 0.04-0.13 M packets in such a
-/// run (its copy pool's ring spun between the lcore and the writer), not
-/// millions. On a host with a CPU free for the writer the file grows at
+/// that held the RX lcore back would forward about what the capture ring
+/// holds, not millions. On a host with a CPU free for the writer the file grows at
 /// the writer's pace (about 100 bytes a frame).
 #[test]
 fn endless_capture_keeps_forwarding() {

@@ -63,8 +63,8 @@ impl PacketSender {
     /// long as the port fills them (a short burst: its queue is drained,
     /// and what came goes on at once), and publishes them as packets; with
     /// `sampling` (`--latency`), its samples among them are stamped with
-    /// the time `now()` gives (asked only when there is one). Each burst
-    /// the port returns is shown to `tap` first (`--capture` reads the
+    /// the time `now()` gives (asked only when there is one). Each
+    /// non-empty burst the port returns is shown to `tap` first (`--capture` reads the
     /// frames there, while this lcore owns them). `None` when the queue
     /// has no room: nothing is received, the frames stay in the NIC.
     #[inline]
@@ -96,11 +96,13 @@ impl PacketSender {
                 // SAFETY: `local` has room for MAX_BURST >= `want` mbuf
                 // addresses; the PMD writes the first `got`.
                 let got = unsafe { queue.rx_burst_raw(local, want as u16) };
-                // SAFETY: the first `got` entries are live, non-null mbuf
-                // addresses this lcore owns (above); `MbufPtr` is a
-                // transparent non-null mbuf address, and the view is
-                // only read while they are still in `local`.
-                tap(unsafe { std::slice::from_raw_parts(local as *const MbufPtr, got) });
+                if got != 0 {
+                    // SAFETY: the first `got` entries are live, non-null
+                    // mbuf addresses this lcore owns (above); `MbufPtr` is
+                    // a transparent non-null mbuf address, and the view is
+                    // only read while they are still in `local`.
+                    tap(unsafe { std::slice::from_raw_parts(local as *const MbufPtr, got) });
+                }
                 for (k, slot) in slots[n..n + got].iter_mut().enumerate() {
                     // SAFETY: entry k < got was written by the PMD: a live
                     // mbuf's (non-null) address, owned by nobody else; this

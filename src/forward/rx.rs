@@ -162,11 +162,13 @@ impl RxStage {
             |frames| {
                 // `--capture`: copies of the first frames (one branch
                 // per burst when off).
+                // The TSC is read only if a frame is copied.
                 if let Some(taps) = capture.as_deref_mut() {
-                    let mut t = tsc();
+                    let mut t = clock.get();
                     if !taps.tap(port, frames, &mut t) {
                         *capture = None;
                     }
+                    clock.set(t);
                 }
             },
         );
