@@ -244,7 +244,8 @@ fn pcap_roundtrip(backend: &str, topology: &str, workers: &str, extra: &[&str]) 
         }
         let worker = workers == "0-1" || workers == lcore.to_string();
         [
-            ("rx", workers != "0-1" && (lcore == 0 || rx_lcores == "0-1")),
+            // RX in place whatever the workers: into one, or scattered.
+            ("rx", lcore == 0 || rx_lcores == "0-1"),
             ("worker", worker),
             ("tx", lcore == 0 || tx_lcores == "0-1"),
         ]

@@ -1,7 +1,9 @@
 //! Layouts beyond two lcores, forwarding real packets: one RX lcore
 //! scattering by flow to two workers that hand to a separate TX lcore;
 //! RX lcores that are also the TX lcores, with two workers; two RX lcores,
-//! three workers and a TX lcore. EAL's `--lcores` maps the lcores onto
+//! three workers and a TX lcore (also with both RX lcores on one CPU, so
+//! that one is preempted while it holds reservations in the shared
+//! rings); a `--class` on a dedicated worker. EAL's `--lcores` maps the lcores onto
 //! this machine's two CPUs (correct, not fast: lcores sharing a CPU look
 //! stalled to each other for a scheduler slice, so `--on-full drop` runs
 //! with a `--drop-after` longer than that). Each RX lcore reads its own
@@ -30,8 +32,9 @@ struct Layout {
     in_place: &'static [&'static [&'static str]],
 }
 
-/// 1 RX -> 2 workers -> 1 TX: RX scatters through bursts; each worker
-/// writes the one TX lcore's queue in place; TX sends from its slots.
+/// 1 RX -> 2 workers -> 1 TX: RX scatters into the workers' slots; each
+/// worker writes the one TX lcore's queue in place; TX sends from its
+/// slots.
 const SCATTER: Layout = Layout {
     lcores: "0@0,1@1,2@0,3@1",
     rx: "0",
@@ -40,11 +43,12 @@ const SCATTER: Layout = Layout {
     n_rx: 1,
     n_workers: 2,
     n_tx: 1,
-    in_place: &[&[], &["worker"], &["worker"], &["tx"]],
+    in_place: &[&["rx"], &["worker"], &["worker"], &["tx"]],
 };
 
 /// RX lcores 0-1 are the TX lcores, workers 2-3: no round trip (two
-/// workers); the workers scatter to two TX lcores through bursts.
+/// workers); RX scatters into the workers' slots, the workers into the
+/// two TX lcores'.
 const RX_TX_TWO_WORKERS: Layout = Layout {
     lcores: "0@0,1@1,2@0,3@1",
     rx: "0-1",
@@ -53,7 +57,7 @@ const RX_TX_TWO_WORKERS: Layout = Layout {
     n_rx: 2,
     n_workers: 2,
     n_tx: 2,
-    in_place: &[&["tx"], &["tx"], &[], &[]],
+    in_place: &[&["rx", "tx"], &["rx", "tx"], &["worker"], &["worker"]],
 };
 
 /// 2 RX -> 3 workers -> 1 TX.
@@ -65,10 +69,41 @@ const TWO_RX_THREE_WORKERS: Layout = Layout {
     n_rx: 2,
     n_workers: 3,
     n_tx: 1,
-    in_place: &[&[], &[], &["worker"], &["worker"], &["worker"], &["tx"]],
+    in_place: &[
+        &["rx"],
+        &["rx"],
+        &["worker"],
+        &["worker"],
+        &["worker"],
+        &["tx"],
+    ],
 };
 
-fn run_layout(layout: &Layout, backend: &str, topology: &str, extra: &[&str]) {
+/// As [`TWO_RX_THREE_WORKERS`], both RX lcores on CPU 0: each is
+/// preempted in the middle of its scatters, holding runs of the workers'
+/// queues (with the shared ring: HTS reservations the other RX lcore
+/// would wait for).
+const TWO_RX_ONE_CPU: Layout = Layout {
+    lcores: "0@0,1@0,2@1,3@1,4@1,5@0",
+    ..TWO_RX_THREE_WORKERS
+};
+
+/// 1 RX -> the default worker (lcore 1) and a class's dedicated worker
+/// (lcore 2, which also polls the class's dedicated RX queues: none here,
+/// no PMD of this machine takes a flow rule) -> 1 TX: RX classifies and
+/// scatters into both.
+const CLASS: Layout = Layout {
+    lcores: "0@0,1@1,2@0,3@1",
+    rx: "0",
+    workers: "1",
+    tx: "3",
+    n_rx: 1,
+    n_workers: 2,
+    n_tx: 1,
+    in_place: &[&["rx"], &["worker"], &["rx", "worker"], &["tx"]],
+};
+
+fn run_layout(layout: &Layout, backend: &str, topology: &str, extra: &[&str]) -> serde_json::Value {
     let _g = serial();
     let dir = scratch(&format!("layout-{backend}-{topology}-{}", layout.workers));
     let mut inputs: Vec<Vec<Vec<u8>>> = vec![Vec::new(), Vec::new()];
@@ -120,7 +155,7 @@ fn run_layout(layout: &Layout, backend: &str, topology: &str, extra: &[&str]) {
     }
     let run = run_tqfwd(&dir, &eal, &app, Duration::from_secs(90));
     assert_clean_end(&run);
-    let j = run.json();
+    let j = run.json().clone();
     let total = (2 * layout.n_rx * FRAMES_PER_FILE) as u64;
     assert_eq!(j["rx_packets"], total, "{}", run.describe());
     assert_eq!(j["tx_packets"], total, "{}", run.describe());
@@ -154,6 +189,7 @@ fn run_layout(layout: &Layout, backend: &str, topology: &str, extra: &[&str]) {
         check_output(&out, &inputs[port], out_port, mac);
     }
     let _ = std::fs::remove_dir_all(&dir);
+    j
 }
 
 #[test]
@@ -197,6 +233,50 @@ fn rx_tx_lcores_with_two_workers() {
 }
 
 #[test]
+fn rx_tx_lcores_with_two_workers_ring() {
+    run_layout(&RX_TX_TWO_WORKERS, "ring", "shared", &[]);
+}
+
+#[test]
 fn two_rx_three_workers() {
     run_layout(&TWO_RX_THREE_WORKERS, "ring", "shared", &[]);
+}
+
+#[test]
+fn two_rx_on_one_cpu_shared_ring() {
+    run_layout(&TWO_RX_ONE_CPU, "ring", "shared", &[]);
+}
+
+#[test]
+fn two_rx_on_one_cpu_shared_tq_drop_mode() {
+    run_layout(
+        &TWO_RX_ONE_CPU,
+        "tq",
+        "shared",
+        &["--on-full", "drop", "--drop-after", "2000000"],
+    );
+}
+
+/// Port 0's flows (sources 10.0.0.0/22: flows 0-1023) belong to the
+/// class; port 1's (flows from 2000) do not.
+#[test]
+fn class_on_a_dedicated_worker() {
+    let j = run_layout(
+        &CLASS,
+        "tq",
+        "sharded",
+        &["--class", "c:udp,src=10.0.0.0/22:2"],
+    );
+    let worker_of = |l: u64| {
+        j["lcores"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["lcore"] == l)
+            .unwrap()["worker_packets"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(worker_of(2), FRAMES_PER_FILE as u64, "{j}");
+    assert_eq!(worker_of(1), FRAMES_PER_FILE as u64, "{j}");
 }

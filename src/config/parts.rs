@@ -78,17 +78,23 @@ impl HandoffPlan {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]
 pub enum StageMode {
-    /// Through the stage's own bursts (`--handoff copy`, or where a stage
-    /// scatters to several queues).
+    /// Through the stage's own bursts (`--handoff copy`).
     Bursts = 0,
-    /// In the queues' slots (`--handoff zero-copy`).
+    /// In the queues' slots (`--handoff zero-copy`), where all of a
+    /// stage's packets go to one queue.
     InPlace = 1,
     /// The worker processes a unit where it lies and hands it back to the
     /// RX lcore that filled it, whose TX stage transmits from it.
     RoundTrip = 2,
+    /// In the slots of several queues at once (`--handoff zero-copy`,
+    /// where a stage hands packets to several: an RX lcore to several
+    /// workers or classes, a worker to several TX lcores): each packet is
+    /// written straight into its destination queue's lent slots.
+    Scatter = 3,
 }
 
-/// Each role's [`StageMode`] (an RX stage's is `Bursts` or `InPlace`).
+/// Each role's [`StageMode`] (an RX stage's is `Bursts`, `InPlace` or
+/// `Scatter`; a TX stage's is not `Scatter`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct StageModes {
     pub rx: StageMode,

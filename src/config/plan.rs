@@ -413,28 +413,34 @@ impl Plan {
 
     /// Each role's hand-off mode: RX receives in place where all it
     /// receives goes to one worker queue (one worker, no `--class`; the
-    /// round trip's queue too); a worker hands back in place where the
-    /// round trip holds, else moves slot to slot where it has one TX
-    /// lcore; TX transmits from the slots (or from what comes back, round
-    /// trip) whenever the stages work in place.
+    /// round trip's queue too), else scatters in place into its workers'
+    /// queues; a worker hands back in place where the round trip holds,
+    /// else moves slot to slot where it has one TX lcore and scatters
+    /// into the TX lcores' queues where it has several; TX transmits from
+    /// the slots (or from what comes back, round trip) whenever the stages
+    /// work in place. `--handoff copy`: bursts everywhere.
     pub fn stage_modes(&self) -> StageModes {
         let (in_place, round_trip) = (self.handoff.zero_copy(), self.round_trip());
-        let pick = |round, in_place| {
-            if round {
+        // In place: into one queue, or scattered into several.
+        let pick = |one_queue| match (in_place, one_queue) {
+            (false, _) => StageMode::Bursts,
+            (true, true) => StageMode::InPlace,
+            (true, false) => StageMode::Scatter,
+        };
+        StageModes {
+            rx: pick(self.workers.len() == 1 && self.classes.is_empty()),
+            worker: if round_trip {
+                StageMode::RoundTrip
+            } else {
+                pick(self.layout.tx.len() == 1)
+            },
+            tx: if round_trip {
                 StageMode::RoundTrip
             } else if in_place {
                 StageMode::InPlace
             } else {
                 StageMode::Bursts
-            }
-        };
-        StageModes {
-            rx: pick(
-                false,
-                in_place && self.workers.len() == 1 && self.classes.is_empty(),
-            ),
-            worker: pick(round_trip, in_place && self.layout.tx.len() == 1),
-            tx: pick(round_trip, in_place),
+            },
         }
     }
 
@@ -754,11 +760,11 @@ mod tests {
 
     /// Each role's mode follows the layout: the round trip where RX and TX
     /// lcores are one set with one worker; in place where a stage has one
-    /// queue to write; bursts where it scatters (several workers or TX
-    /// lcores, `--class`) or with `--handoff copy`.
+    /// queue to write; scattered in place where it has several (several
+    /// workers or TX lcores, `--class`); bursts with `--handoff copy`.
     #[test]
     fn stage_modes_follow_the_layout() {
-        use StageMode::{Bursts as B, InPlace as I, RoundTrip as R};
+        use StageMode::{Bursts as B, InPlace as I, RoundTrip as R, Scatter as S};
         let modes = |lcores: &[Lcore], args: &[&str]| {
             let p = Plan::new(&opts(args), &machine(lcores, 2)).unwrap();
             let m = p.stage_modes();
@@ -776,7 +782,9 @@ mod tests {
             "--tx-lcores",
             "3",
         ];
-        assert_eq!(modes(&[0, 1, 2, 3], &split), (B, I, I));
+        assert_eq!(modes(&[0, 1, 2, 3], &split), (S, I, I));
+        let split_copy = [&split[..], &["--handoff", "copy"]].concat();
+        assert_eq!(modes(&[0, 1, 2, 3], &split_copy), (B, B, B));
         let two_tx = [
             "--rx-lcores",
             "0",
@@ -785,9 +793,18 @@ mod tests {
             "--tx-lcores",
             "2-3",
         ];
-        assert_eq!(modes(&[0, 1, 2, 3], &two_tx), (I, B, I));
+        assert_eq!(modes(&[0, 1, 2, 3], &two_tx), (I, S, I));
+        let all = [
+            "--rx-lcores",
+            "0-1",
+            "--worker-lcores",
+            "0-1",
+            "--tx-lcores",
+            "0-1",
+        ];
+        assert_eq!(modes(&[0, 1], &all), (S, S, I));
         let class = ["--class", "kv:udp,dst-port=8080:2"];
-        assert_eq!(modes(&[0, 1, 2], &class).0, B);
+        assert_eq!(modes(&[0, 1, 2], &class).0, S);
     }
 
     #[test]

@@ -33,6 +33,7 @@ pub use error::{rte_errno, strerror, DpdkError};
 pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, Sampling, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
+pub use packet_queue::scatter::{RunStore, Runs, Scattered, MAX_DESTINATIONS};
 pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender, QueueProbe, TxRun};
 pub use port::{LinkStatus, Port, PortConf, PortInfo, PortQueues, PortStats, RxQueue, TxQueue};
 pub use ring::{Ring, RingReceiver, RingSender};

@@ -163,19 +163,25 @@ impl PacketReceiver {
 /// zero-copy passes.
 pub struct PacketInputs(RoundRobin<PacketReceiver>, Box<Scratch>);
 
+pub mod scatter;
+
 /// Where a zero-copy pass gathers what it takes out of a lent run (kept
 /// packets, bare mbufs for the PMD), so that the input's slots are only
 /// read: they are lines the producer's core wrote, and a store to one
 /// costs it a second cross-core trip (the line is shared after the read)
 /// and the producer a dirty line to fetch back when it refills the unit.
-/// A run is at most a burst (`MAX_BURST`).
-struct Scratch([RawPacket; queue::MAX_BURST]);
+/// A run is at most a burst (`MAX_BURST`). The scatter pass also keeps
+/// each gathered packet's destination there.
+struct Scratch([RawPacket; queue::MAX_BURST], [u8; queue::MAX_BURST]);
 
 impl PacketInputs {
     pub fn new(inputs: Vec<PacketReceiver>) -> Self {
         PacketInputs(
             RoundRobin::new(inputs),
-            Box::new(Scratch([RawPacket::EMPTY; queue::MAX_BURST])),
+            Box::new(Scratch(
+                [RawPacket::EMPTY; queue::MAX_BURST],
+                [0; queue::MAX_BURST],
+            )),
         )
     }
 

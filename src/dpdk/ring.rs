@@ -14,6 +14,10 @@
 //! (SP) or serialized (HTS): an MP ring built for it ([`Ring::mpsc`] with
 //! `serialized`) uses `RING_F_MP_HTS_ENQ`; a classic MP ring cannot lend
 //! its slots and its `send_with` always answers `None` (its users copy).
+//! `try_send_with` starts with `tqfwd_ring_enqueue_zc_try_start`
+//! (`shim.c`), which on an HTS ring reserves nothing rather than wait for
+//! another producer's unfinished reservation: a stage holding a
+//! reservation of another ring (scattering in place) never waits.
 //! Every ring's consumer is single, so every ring lends on the dequeue side.
 
 use super::error::DpdkError;
@@ -236,6 +240,45 @@ impl<T: RingItem> BurstSender<T> for RingSender<T> {
     where
         T: Plain,
     {
+        self.lend(max, fill, Start::Wait)
+    }
+
+    #[inline]
+    fn try_send_with(
+        &mut self,
+        max: usize,
+        fill: &mut dyn FnMut(&mut [T]) -> usize,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
+        self.lend(max, fill, Start::Try)
+    }
+}
+
+/// How a zero-copy enqueue starts on a serialized (HTS) ring whose
+/// previous reservation is not finished.
+#[derive(Clone, Copy, PartialEq)]
+enum Start {
+    /// Waits for it (DPDK's own start).
+    Wait,
+    /// Reserves nothing (`tqfwd_ring_enqueue_zc_try_start`).
+    Try,
+}
+
+impl<T: RingItem> RingSender<T> {
+    /// `send_with` and `try_send_with`: reserves up to `max` slots, lends
+    /// the run up to the wrap to `fill`, and finishes with what it wrote.
+    #[inline(always)]
+    fn lend(
+        &mut self,
+        max: usize,
+        fill: &mut dyn FnMut(&mut [T]) -> usize,
+        start: Start,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
         if !self.0.lends {
             return None;
         }
@@ -247,15 +290,21 @@ impl<T: RingItem> BurstSender<T> for RingSender<T> {
         let mut zcd = zc_data();
         // SAFETY: a ring whose producer side is ours alone (SP: this is its
         // one sender) or serialized (HTS), as the zero-copy API requires;
-        // it reserves up to `want` slots and says where.
+        // either call reserves up to `want` slots and says where (the try
+        // reserves none where the HTS ring is held).
         let got = unsafe {
-            sys::rte_ring_enqueue_zc_burst_elem_start(
-                self.0.raw,
-                esize,
-                want,
-                &mut zcd,
-                std::ptr::null_mut(),
-            )
+            match start {
+                Start::Wait => sys::rte_ring_enqueue_zc_burst_elem_start(
+                    self.0.raw,
+                    esize,
+                    want,
+                    &mut zcd,
+                    std::ptr::null_mut(),
+                ),
+                Start::Try => {
+                    sys::tqfwd_ring_enqueue_zc_try_start(self.0.raw, esize, want, &mut zcd)
+                }
+            }
         };
         if got == 0 {
             return None;

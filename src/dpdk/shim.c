@@ -16,6 +16,45 @@ const uint64_t tqfwd_rx_offload_scatter = RTE_ETH_RX_OFFLOAD_SCATTER;
 const uint64_t tqfwd_tx_offload_multi_segs = RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 
 /*
+ * rte_ring_enqueue_zc_burst_elem_start that never waits for another
+ * producer: on a serialized (HTS) ring whose previous reservation is not
+ * finished yet it reserves nothing and returns 0, where DPDK's start would
+ * spin until that reservation is finished. A caller that already holds a
+ * reservation on another ring uses it, so that it never waits while it
+ * holds one (no cycle of producers waiting on each other's rings, and no
+ * chain of stalled rings behind one preempted producer). The move of the
+ * head is DPDK 22.11's __rte_ring_hts_move_prod_head, same orderings,
+ * with the wait replaced by the test and the CAS tried once. Any other
+ * sync type (single producer) goes to DPDK's own start, which never
+ * waits there.
+ */
+unsigned int tqfwd_ring_enqueue_zc_try_start(struct rte_ring *r, unsigned int esize,
+                                             unsigned int n, struct rte_ring_zc_data *zcd)
+{
+    union __rte_ring_hts_pos op, np;
+    uint32_t cons_tail, free_entries;
+
+    if (r->prod.sync_type != RTE_RING_SYNC_MT_HTS)
+        return rte_ring_enqueue_zc_burst_elem_start(r, esize, n, zcd, NULL);
+    op.raw = __atomic_load_n(&r->hts_prod.ht.raw, __ATOMIC_ACQUIRE);
+    if (op.pos.head != op.pos.tail)
+        return 0;
+    cons_tail = __atomic_load_n(&r->cons.tail, __ATOMIC_ACQUIRE);
+    free_entries = r->capacity + cons_tail - op.pos.head;
+    if (n > free_entries)
+        n = free_entries;
+    if (n == 0)
+        return 0;
+    np.pos.tail = op.pos.tail;
+    np.pos.head = op.pos.head + n;
+    if (!__atomic_compare_exchange_n(&r->hts_prod.ht.raw, &op.raw, np.raw, 0,
+                                     __ATOMIC_ACQUIRE, __ATOMIC_ACQUIRE))
+        return 0;
+    __rte_ring_get_elem_addr(r, op.pos.head, esize, n, &zcd->ptr1, &zcd->n1, &zcd->ptr2);
+    return n;
+}
+
+/*
  * The pdump reply gate (see src/dpdk/pdump.rs for the why).
  *
  * DPDK 22.11's pdump server, on EAL's multi-process thread, removes its

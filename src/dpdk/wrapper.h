@@ -25,6 +25,12 @@
 /* Small helpers for what bindgen cannot reach (thread-local rte_errno). */
 int tqfwd_rte_errno(void);
 
+/* rte_ring_enqueue_zc_burst_elem_start that reserves nothing, rather than
+ * wait, where a serialized (HTS) ring's previous reservation is not
+ * finished (shim.c). */
+unsigned int tqfwd_ring_enqueue_zc_try_start(struct rte_ring *r, unsigned int esize,
+                                             unsigned int n, struct rte_ring_zc_data *zcd);
+
 /* Values DPDK defines through function-like macros (RTE_BIT64), which
  * bindgen cannot evaluate; shim.c computes them in C. */
 extern const uint64_t tqfwd_rss_hf_ip_tcp_udp;

@@ -498,43 +498,80 @@ type LcoreLoop = fn(&mut LcoreWork, &Phase, &PortGates, &LcoreCounters);
 /// one combination, so no stage tests its mode while it polls. A role the
 /// lcore does not hold is never polled, whatever its mode.
 fn lcore_loop(modes: StageModes) -> LcoreLoop {
+    // RX has no round trip of its own (it receives in place into the
+    // round trip's queue) and TX never scatters (a run of one input goes
+    // to one port): the plan does not give them those modes.
+    let rx = match modes.rx {
+        StageMode::RoundTrip => StageMode::InPlace,
+        m => m,
+    };
+    let tx = match modes.tx {
+        StageMode::Scatter => StageMode::InPlace,
+        m => m,
+    };
     macro_rules! pick {
-        ($(($rx:literal, $w:ident, $t:ident)),*) => {
-            match (modes.rx != StageMode::Bursts, modes.worker, modes.tx) {
+        ($(($r:ident, $w:ident, $t:ident)),*) => {
+            match (rx, modes.worker, tx) {
                 $(
-                    ($rx, StageMode::$w, StageMode::$t) => {
-                        run_lcore::<$rx, { StageMode::$w as u8 }, { StageMode::$t as u8 }>
-                    }
+                    (StageMode::$r, StageMode::$w, StageMode::$t) => run_lcore::<
+                        { StageMode::$r as u8 },
+                        { StageMode::$w as u8 },
+                        { StageMode::$t as u8 },
+                    >,
                 )*
+                // Not reached: the modes were mapped above.
+                _ => run_lcore::<
+                    { StageMode::Bursts as u8 },
+                    { StageMode::Bursts as u8 },
+                    { StageMode::Bursts as u8 },
+                >,
             }
         };
     }
     pick!(
-        (false, Bursts, Bursts),
-        (false, Bursts, InPlace),
-        (false, Bursts, RoundTrip),
-        (false, InPlace, Bursts),
-        (false, InPlace, InPlace),
-        (false, InPlace, RoundTrip),
-        (false, RoundTrip, Bursts),
-        (false, RoundTrip, InPlace),
-        (false, RoundTrip, RoundTrip),
-        (true, Bursts, Bursts),
-        (true, Bursts, InPlace),
-        (true, Bursts, RoundTrip),
-        (true, InPlace, Bursts),
-        (true, InPlace, InPlace),
-        (true, InPlace, RoundTrip),
-        (true, RoundTrip, Bursts),
-        (true, RoundTrip, InPlace),
-        (true, RoundTrip, RoundTrip)
+        (Bursts, Bursts, Bursts),
+        (Bursts, Bursts, InPlace),
+        (Bursts, Bursts, RoundTrip),
+        (Bursts, InPlace, Bursts),
+        (Bursts, InPlace, InPlace),
+        (Bursts, InPlace, RoundTrip),
+        (Bursts, RoundTrip, Bursts),
+        (Bursts, RoundTrip, InPlace),
+        (Bursts, RoundTrip, RoundTrip),
+        (Bursts, Scatter, Bursts),
+        (Bursts, Scatter, InPlace),
+        (Bursts, Scatter, RoundTrip),
+        (InPlace, Bursts, Bursts),
+        (InPlace, Bursts, InPlace),
+        (InPlace, Bursts, RoundTrip),
+        (InPlace, InPlace, Bursts),
+        (InPlace, InPlace, InPlace),
+        (InPlace, InPlace, RoundTrip),
+        (InPlace, RoundTrip, Bursts),
+        (InPlace, RoundTrip, InPlace),
+        (InPlace, RoundTrip, RoundTrip),
+        (InPlace, Scatter, Bursts),
+        (InPlace, Scatter, InPlace),
+        (InPlace, Scatter, RoundTrip),
+        (Scatter, Bursts, Bursts),
+        (Scatter, Bursts, InPlace),
+        (Scatter, Bursts, RoundTrip),
+        (Scatter, InPlace, Bursts),
+        (Scatter, InPlace, InPlace),
+        (Scatter, InPlace, RoundTrip),
+        (Scatter, RoundTrip, Bursts),
+        (Scatter, RoundTrip, InPlace),
+        (Scatter, RoundTrip, RoundTrip),
+        (Scatter, Scatter, Bursts),
+        (Scatter, Scatter, InPlace),
+        (Scatter, Scatter, RoundTrip)
     )
 }
 
 /// One lcore's loop: polls its stages (output before input) until each
 /// has drained, reporting quiescence for the port lifecycle and publishing
 /// busy/idle cycles. `RX`, `WK`, `TX`: the stages' modes ([`lcore_loop`]).
-fn run_lcore<const RX: bool, const WK: u8, const TX: u8>(
+fn run_lcore<const RX: u8, const WK: u8, const TX: u8>(
     work: &mut LcoreWork,
     phase: &Phase,
     gates: &PortGates,
@@ -591,7 +628,7 @@ fn publish(counters: &LcoreCounters, clock: &clock::LoopClock) {
 /// One pass over an lcore's stages; returns (packets moved, some stage
 /// still running).
 #[inline]
-fn poll_stages<const RX: bool, const WK: u8, const TX: u8>(
+fn poll_stages<const RX: u8, const WK: u8, const TX: u8>(
     work: &mut LcoreWork,
     phase: &Phase,
 ) -> (usize, bool) {

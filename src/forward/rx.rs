@@ -1,5 +1,7 @@
 //! The RX stage: polls its RX queues and hands each packet to its flow's
-//! worker, in place (`--handoff zero-copy`) where they all go to one.
+//! worker, in place (`--handoff zero-copy`): received straight into the
+//! worker's queue where they all go to one, else scattered by flow
+//! straight into each worker's lent slots.
 
 use super::capture::Taps;
 use super::lifecycle::PortGates;
@@ -8,7 +10,10 @@ use super::stages::{flush_buckets, reduce, Drops, StageCommon};
 use crate::config::class::{WorkerRange, MAX_CLASSES};
 use crate::config::{StageMode, MAX_PORTS};
 use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_RX};
-use crate::dpdk::{self, Burst, MbufBurst, Packet, PacketSender, Sampling, U64Field};
+use crate::dpdk::{
+    self, Burst, MbufBurst, MbufPtr, Packet, PacketSender, RunStore, Sampling, U64Field,
+};
+use crate::queue::MAX_BURST;
 use crate::setup::ports::PolledQueue;
 use crate::wire;
 use crate::wire::flow::{flow_key, FlowMatch};
@@ -46,7 +51,14 @@ pub struct RxStage {
     /// Class of each worker bucket.
     bucket_class: Vec<u8>,
     senders: Vec<PacketSender>,
+    /// Per worker: what waits to be handed on (through bursts; in place,
+    /// what a full worker queue gave back).
     buckets: Vec<Burst<Packet>>,
+    /// Scatter in place: the workers' open runs.
+    runs: RunStore,
+    /// Scatter in place: each received packet's worker, by index in the
+    /// burst (a worker index fits a byte: `dpdk::MAX_DESTINATIONS`).
+    dests: Box<[u8; MAX_BURST]>,
     /// Hold state per worker bucket (`--on-full drop`).
     holds: Vec<Hold>,
     rx: MbufBurst,
@@ -110,6 +122,8 @@ impl RxStage {
             gates,
             queues,
             buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
+            runs: RunStore::new(senders.len()),
+            dests: Box::new([0; MAX_BURST]),
             holds: vec![Hold::default(); senders.len()],
             senders,
             rx: MbufBurst::new(),
@@ -126,10 +140,12 @@ impl RxStage {
     }
 
     /// Marks the stage's mode in its counters (`lcores[].in_place`); the
-    /// lcore's loop polls it with [`poll::<true>`](Self::poll) for
-    /// [`StageMode::InPlace`] (one worker queue, no classes, as the plan
-    /// settles), else with `poll::<false>`. `--capture` taps read each
-    /// burst where the PMD put it, in either mode.
+    /// lcore's loop polls it with [`poll::<MODE>`](Self::poll), MODE the
+    /// plan's: [`StageMode::InPlace`] (one worker queue, no classes)
+    /// receives into the worker's queue, [`StageMode::Scatter`] scatters
+    /// each burst into the workers' lent slots, [`StageMode::Bursts`]
+    /// through the buckets. `--capture` taps read each burst where the
+    /// PMD put it, in every mode.
     pub fn with_mode(self, mode: StageMode) -> Self {
         if mode != StageMode::Bursts {
             self.counters.in_place.fetch_or(IN_PLACE_RX, Relaxed);
@@ -174,6 +190,27 @@ impl RxStage {
         );
         *now = clock.get();
         got
+    }
+
+    /// Scatter in place: receives up to a unit from queue `i` (at most
+    /// `allowance`), `burst` per `rte_eth_rx_burst` for as long as the
+    /// port fills them, as the in-place receive does: the units each
+    /// worker gets are fuller, and at most a unit (what one worker gets
+    /// fits its run).
+    #[inline]
+    fn receive_unit(&mut self, i: usize, allowance: usize) -> usize {
+        let max = self.unit.min(allowance);
+        let queue = &mut self.queues[i].queue;
+        let mut n = 0;
+        while n < max {
+            let want = (max - n).min(self.burst);
+            let got = queue.rx_burst(&mut self.rx, want);
+            n += got;
+            if got < want {
+                break;
+            }
+        }
+        n
     }
 
     /// The sender to the worker (round trip: what the worker hands back
@@ -262,14 +299,7 @@ impl RxStage {
                 let bucket = &mut self.buckets[r.start as usize + reduce(hash, r.count)];
                 lost += u64::from(!bucket.push_or_free(p));
             });
-            for (k, &c) in per_class.iter().enumerate() {
-                if c != 0 {
-                    bump(&self.counters.class_rx[k], c);
-                    if dedicated != 0 {
-                        bump(&self.counters.class_rx_dedicated[k], c);
-                    }
-                }
-            }
+            self.count_classes(&per_class, dedicated);
         } else if self.n_workers == 1 {
             let bucket = &mut self.buckets[0];
             self.rx
@@ -293,12 +323,92 @@ impl RxStage {
         }
     }
 
+    /// Scatter in place: hands the received burst to the workers by flow
+    /// (as [`spread`](Self::spread) decides), each packet written straight
+    /// into its worker's lent slots (`PacketSender::scatter`). Pass one
+    /// reads each frame's worker from its header; pass two makes each mbuf
+    /// a [`Packet`] (stamped as `spread` stamps) and writes it into its
+    /// worker's run, or, where that worker's queue has no room, into its
+    /// bucket, handed on before the next receive.
+    #[inline(always)]
+    fn scatter(&mut self, port: u16, dedicated: u8, now: u64) {
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        if !self.classes.is_empty() {
+            let mut per_class = [0u64; MAX_CLASSES + 1];
+            for (k, m) in self.rx.as_slice().iter().enumerate() {
+                let (class, hash) = classify(&self.classes, m, &mut scratch);
+                per_class[class] += 1;
+                let r = self.class_workers[class];
+                let d = r.start as usize + reduce(hash, r.count);
+                self.dests[k] = d as u8;
+                self.runs.want(d);
+            }
+            self.count_classes(&per_class, dedicated);
+        } else {
+            for (k, m) in self.rx.as_slice().iter().enumerate() {
+                let hash = match m.rss_hash() {
+                    Some(h) => h,
+                    None => {
+                        let (head, frame_len) = mbuf_head(m, &mut scratch);
+                        wire::parse_head(head, frame_len).flow_hash
+                    }
+                };
+                let d = reduce(hash, self.n_workers);
+                self.dests[k] = d as u8;
+                self.runs.want(d);
+            }
+        }
+        let field = self.sampling.map(|s| s.field());
+        let (mut next, step) = match self.sampling.as_mut() {
+            Some(s) => s.next(self.rx.len()),
+            None => (usize::MAX, 0),
+        };
+        let (rx, dests, buckets) = (&mut self.rx, &*self.dests, &mut self.buckets);
+        let mut k = 0usize;
+        let mut lost = 0u64;
+        PacketSender::scatter(&mut self.senders, &mut self.runs, |runs| {
+            rx.move_each(|m| {
+                let mut p = Packet::from_rx(m, port);
+                if k == next {
+                    if let Some(field) = field {
+                        p.stamp(field, now);
+                    }
+                    next += step;
+                }
+                let d = dests[k] as usize;
+                k += 1;
+                if let Err(p) = runs.push(d, p) {
+                    // The bucket is empty (flushed before the receive)
+                    // and holds a burst: never false.
+                    lost += u64::from(!buckets[d].push_or_free(p));
+                }
+            });
+        });
+        if lost != 0 {
+            self.counters.count_drop(DropReason::RxHandoffFull, lost);
+        }
+    }
+
+    /// Counts a burst's packets per class (and per class on a dedicated
+    /// queue, `dedicated` its class, 0: a normal queue).
+    #[inline]
+    fn count_classes(&self, per_class: &[u64; MAX_CLASSES + 1], dedicated: u8) {
+        for (k, &c) in per_class.iter().enumerate() {
+            if c != 0 {
+                bump(&self.counters.class_rx[k], c);
+                if dedicated != 0 {
+                    bump(&self.counters.class_rx_dedicated[k], c);
+                }
+            }
+        }
+    }
+
     /// One pass over the ports; returns how many packets it received.
     /// `stop`: RX must stop; pending packets are still handed on (or, with
-    /// `drop`, already were). `IN_PLACE`: the stage's mode
-    /// ([`with_mode`](Self::with_mode)), fixed for its lcore's loop.
+    /// `drop`, already were). `MODE`: the stage's mode (a [`StageMode`] as
+    /// `u8`, [`with_mode`](Self::with_mode)), fixed for its lcore's loop.
     #[inline]
-    pub fn poll<const IN_PLACE: bool>(&mut self, stop: bool) -> usize {
+    pub fn poll<const MODE: u8>(&mut self, stop: bool) -> usize {
         if !self.started {
             self.started = true;
             self.counters
@@ -349,7 +459,7 @@ impl RxStage {
             if blocked.has(self.queues[i].queue.port_id()) {
                 continue;
             }
-            if !self.poll_queue::<IN_PLACE>(i, &mut pass) {
+            if !self.poll_queue::<MODE>(i, &mut pass) {
                 break;
             }
         }
@@ -367,7 +477,7 @@ impl RxStage {
     /// when the pass ends here (no room downstream, or the rate's
     /// allowance spent).
     #[inline(always)]
-    fn poll_queue<const IN_PLACE: bool>(&mut self, i: usize, pass: &mut Pass) -> bool {
+    fn poll_queue<const MODE: u8>(&mut self, i: usize, pass: &mut Pass) -> bool {
         let (port, class) = (self.queues[i].queue.port_id(), self.queues[i].class);
         // The buckets are handed on once per pass (one queue operation for
         // all ports' packets), unless one could overflow first.
@@ -380,7 +490,7 @@ impl RxStage {
         // Hold counts the worker as stalled (drop mode, past
         // `--drop-after`): then the burst path receives them and the flush
         // drops them, so the NIC's ring keeps moving.
-        let in_place = if IN_PLACE {
+        let in_place = if MODE == StageMode::InPlace as u8 {
             match self.receive_in_place(i, self.unit.min(pass.allowance), &mut pass.now) {
                 None if !self.holds[0].refused(self.policy, dpdk::rdtsc_inline) => return false,
                 got => got,
@@ -393,6 +503,7 @@ impl RxStage {
                 self.holds[0].took();
                 n
             }
+            None if MODE == StageMode::Scatter as u8 => self.receive_unit(i, pass.allowance),
             None => self.queues[i]
                 .queue
                 .rx_burst(&mut self.rx, self.burst.min(pass.allowance)),
@@ -418,7 +529,11 @@ impl RxStage {
             if self.sampling.is_some() && pass.now == 0 {
                 pass.now = dpdk::rdtsc_inline();
             }
-            self.spread(port, class, pass.now);
+            if MODE == StageMode::Scatter as u8 {
+                self.scatter(port, class, pass.now);
+            } else {
+                self.spread(port, class, pass.now);
+            }
         }
         pass.allowance != 0
     }
@@ -430,4 +545,37 @@ struct Pass {
     total: usize,
     now: u64,
     allowance: usize,
+}
+
+/// The frame's first bytes and its length, for a parser: the first
+/// segment when it holds at least `min(PARSE_HEAD_LEN, frame length)`
+/// bytes (always so for one segment), else that many copied into
+/// `scratch` (as [`Packet::head`], for an mbuf not yet a packet).
+#[inline(always)]
+fn mbuf_head<'a>(m: &'a MbufPtr, scratch: &'a mut [u8; wire::PARSE_HEAD_LEN]) -> (&'a [u8], usize) {
+    let data = m.data();
+    let frame_len = m.pkt_len() as usize;
+    if data.len() >= frame_len.min(wire::PARSE_HEAD_LEN) {
+        return (data, frame_len);
+    }
+    let n = m.read_into(&mut scratch[..frame_len.min(wire::PARSE_HEAD_LEN)]);
+    (&scratch[..n], frame_len)
+}
+
+/// A frame's class (`--class`: the first rule that matches, 1-based; 0:
+/// none) and its flow hash (the NIC's RSS hash where it gave one).
+#[inline(always)]
+fn classify(
+    classes: &[FlowMatch],
+    m: &MbufPtr,
+    scratch: &mut [u8; wire::PARSE_HEAD_LEN],
+) -> (usize, u32) {
+    let (head, frame_len) = mbuf_head(m, scratch);
+    let info = wire::parse_head(head, frame_len);
+    let key = flow_key(head, &info);
+    let class = classes
+        .iter()
+        .position(|c| c.matches(&key))
+        .map_or(0, |k| k + 1);
+    (class, m.rss_hash().unwrap_or(info.flow_hash))
 }

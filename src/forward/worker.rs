@@ -1,8 +1,9 @@
 //! The worker stage: classifies each frame, rewrites its MACs, drops
 //! runts, and hands the rest to the TX lcore of its output port, in place
-//! (`--handoff zero-copy`) where there is one TX lcore, or back to the RX
-//! lcore that sent it, in its transfer unit (`--handoff round-trip`),
-//! where that lcore transmits.
+//! (`--handoff zero-copy`: slot to slot where there is one TX lcore,
+//! scattered into the TX lcores' lent slots where there are several), or
+//! back to the RX lcore that sent it, in its transfer unit (`--handoff
+//! round-trip`), where that lcore transmits.
 
 use super::rate::{FullPolicy, Hold};
 use super::stages::{flush_buckets, receive, synthetic_work, Drops, StageCommon};
@@ -10,7 +11,7 @@ use crate::config::class::MAX_CLASSES;
 use crate::config::StageMode;
 use crate::config::MAX_PORTS;
 use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_WORKER};
-use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender};
+use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender, RunStore};
 use crate::wire::{self, FrameClass};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -45,7 +46,11 @@ pub struct WorkerRules {
 pub struct WorkerStage {
     inputs: PacketInputs,
     senders: Vec<PacketSender>,
+    /// Per TX lcore: what waits to be handed on (through bursts; in
+    /// place, what a full TX queue gave back).
     buckets: Vec<Burst<Packet>>,
+    /// Scatter in place: the TX lcores' open runs.
+    runs: RunStore,
     /// Hold state per TX bucket (`--on-full drop`).
     holds: Vec<Hold>,
     inbuf: Burst<Packet>,
@@ -94,6 +99,7 @@ impl WorkerStage {
             bucket_class: vec![class; senders.len()],
             inputs,
             buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
+            runs: RunStore::new(senders.len()),
             holds: vec![Hold::default(); senders.len()],
             senders,
             inbuf: Burst::new(),
@@ -115,8 +121,9 @@ impl WorkerStage {
     /// [`StageMode::RoundTrip`] processes units where they lie and hands
     /// them back to their RX lcore (every input is a round-trip queue, no
     /// TX queues); [`StageMode::InPlace`] moves packets from the input
-    /// queue's slots straight into the one TX lcore's queue; both take a
-    /// batch per poll.
+    /// queue's slots straight into the one TX lcore's queue;
+    /// [`StageMode::Scatter`] into each packet's TX lcore's lent slots;
+    /// all three take a batch per poll.
     pub fn with_mode(mut self, mode: StageMode) -> Self {
         if mode != StageMode::Bursts {
             self.pass = self.unit;
@@ -236,6 +243,22 @@ impl WorkerStage {
             }
             total += taken;
         }
+        self.end_round(total, upstream_done, &class_counts, runts, refused)
+    }
+
+    /// The end of an in-place round that took `total` packets: with none,
+    /// the stage is done once upstream is and its inputs are empty; else
+    /// the round is counted (packets, classes, `runts`, and `dropped` as
+    /// `worker_handoff_full` of this worker's class). Returns `total`.
+    #[inline]
+    fn end_round(
+        &mut self,
+        total: usize,
+        upstream_done: bool,
+        class_counts: &[u64; FrameClass::COUNT],
+        runts: usize,
+        dropped: usize,
+    ) -> usize {
         if total == 0 {
             if upstream_done && self.inputs.is_empty() {
                 self.done = true;
@@ -243,14 +266,14 @@ impl WorkerStage {
             return 0;
         }
         bump(&self.counters.worker_packets, total as u64);
-        self.count(&class_counts, runts as u64);
-        if refused != 0 {
+        self.count(class_counts, runts as u64);
+        if dropped != 0 {
             self.counters
-                .count_drop(DropReason::WorkerHandoffFull, refused as u64);
+                .count_drop(DropReason::WorkerHandoffFull, dropped as u64);
             let class = self.bucket_class[0] as usize;
             bump(
                 &self.counters.class_drops[class % (MAX_CLASSES + 1)],
-                refused as u64,
+                dropped as u64,
             );
         }
         total
@@ -283,14 +306,60 @@ impl WorkerStage {
             runts += rejected;
             total += taken;
         }
-        if total == 0 {
-            if upstream_done && self.inputs.is_empty() {
-                self.done = true;
-            }
+        self.end_round(total, upstream_done, &class_counts, runts, 0)
+    }
+
+    /// The scatter round: up to a batch, run by run, from the input
+    /// queues' slots into the TX lcores' (`PacketInputs::scatter_into`).
+    /// What a full TX queue gives back waits in its bucket, handed on
+    /// (or, held too long, dropped: `Hold`) before more is taken.
+    #[inline]
+    fn poll_scatter(&mut self, upstream_done: bool) -> usize {
+        if !self.flush() {
             return 0;
         }
-        bump(&self.counters.worker_packets, total as u64);
-        self.count(&class_counts, runts as u64);
+        self.stall_at_first_packet();
+        let mut work_cycles = self.work_cycles();
+        let mut class_counts = [0u64; FrameClass::COUNT];
+        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
+        let (mut total, mut runts, mut lost) = (0, 0, 0);
+        let map = &*self.map;
+        let rewrite = self.rewrite;
+        while total < self.pass {
+            let s = self.inputs.scatter_into(
+                &mut self.senders,
+                &mut self.runs,
+                &mut self.buckets,
+                self.pass - total,
+                |p| {
+                    if !process(
+                        p,
+                        map,
+                        rewrite,
+                        &mut work_cycles,
+                        &mut class_counts,
+                        &mut scratch,
+                    ) {
+                        return None;
+                    }
+                    let out = map.out_port[p.port() as usize % MAX_PORTS] as usize;
+                    Some(map.tx_index[out] as usize)
+                },
+            );
+            if s.taken == 0 {
+                break;
+            }
+            total += s.taken;
+            runts += s.rejected;
+            lost += s.lost;
+            if s.held != 0 {
+                break;
+            }
+        }
+        let total = self.end_round(total, upstream_done, &class_counts, runts, lost);
+        if total != 0 {
+            self.flush();
+        }
         total
     }
 
@@ -304,6 +373,8 @@ impl WorkerStage {
             self.poll_round_trip(upstream_done)
         } else if MODE == StageMode::InPlace as u8 {
             self.poll_in_place(upstream_done)
+        } else if MODE == StageMode::Scatter as u8 {
+            self.poll_scatter(upstream_done)
         } else {
             self.poll_bursts(upstream_done)
         }

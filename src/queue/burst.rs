@@ -52,6 +52,24 @@ pub trait BurstSender<T: Copy>: Send {
     where
         T: Plain;
 
+    /// As [`send_with`](Self::send_with), but never waits for another
+    /// producer: where the queue is held by one (a serialized ring whose
+    /// previous reservation is not finished), `None` at once. A caller
+    /// holding slots of another queue (scattering in place) opens the next
+    /// queue with this, so that it never waits while it holds slots. A
+    /// queue whose producers never wait for each other (a TransferQueue:
+    /// each producer fills its own units) is the same as `send_with`.
+    fn try_send_with(
+        &mut self,
+        max: usize,
+        fill: &mut dyn FnMut(&mut [T]) -> usize,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
+        self.send_with(max, fill)
+    }
+
     /// Round trip (a TransferQueue built by [`round_trip`](super::round_trip)):
     /// lends the next run of items the consumer handed back, oldest first,
     /// to `take`, which returns how many of them (a prefix) it took;
@@ -102,6 +120,18 @@ impl<T: Copy, S: BurstSender<T> + ?Sized> BurstSender<T> for Box<S> {
         T: Plain,
     {
         (**self).send_with(max, fill)
+    }
+
+    #[inline]
+    fn try_send_with(
+        &mut self,
+        max: usize,
+        fill: &mut dyn FnMut(&mut [T]) -> usize,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
+        (**self).try_send_with(max, fill)
     }
 
     #[inline]

@@ -395,6 +395,67 @@ fn in_place_two_producers() {
     in_place_model(2);
 }
 
+/// Scatter in place (the forwarder's `PacketSender::scatter`): two
+/// producers each hold a lent unit of two shared queues at once (the
+/// second opened inside the first's `send_with`, the first published
+/// last) and write one item into each; one consumer drains both queues.
+/// Every item arrives once, with the value written, in the queue it was
+/// written into, and every unit comes back: a producer's open units in
+/// several queues neither wait for nor disturb the other producer's.
+#[test]
+fn scatter_two_producers_two_queues() {
+    model(|| {
+        let (xs, mut rx_x) = channel::<u64>(2, 2, 1, mem()).unwrap();
+        let (ys, mut rx_y) = channel::<u64>(2, 2, 1, mem()).unwrap();
+        let handles: Vec<_> = xs
+            .into_iter()
+            .zip(ys)
+            .enumerate()
+            .map(|(p, (mut x, mut y))| {
+                thread::spawn(move || {
+                    let p = p as u64;
+                    let sent = x.send_with(1, |sx| {
+                        let inner = y.send_with(1, |sy| {
+                            sy[0] = 0x200 | p;
+                            1
+                        });
+                        assert_eq!(inner, Some(1), "a producer's own unit is free");
+                        sx[0] = 0x100 | p;
+                        1
+                    });
+                    assert_eq!(sent, Some(1));
+                    (x, y)
+                })
+            })
+            .collect();
+        let mut seen = [[false; 2]; 2];
+        let mut got = 0;
+        while got < 4 {
+            let mut n = 0;
+            for (q, rx) in [&mut rx_x, &mut rx_y].into_iter().enumerate() {
+                n += rx.recv_with(usize::MAX, |run| {
+                    let v = run[0];
+                    assert_eq!(v >> 8, q as u64 + 1, "item in the wrong queue");
+                    let p = (v & 0xff) as usize;
+                    assert!(!seen[q][p], "item twice");
+                    seen[q][p] = true;
+                    1
+                });
+            }
+            got += n;
+            if n == 0 {
+                thread::yield_now();
+            }
+        }
+        for h in handles {
+            let (x, y) = h.join().unwrap();
+            assert_eq!(x.free_units(), x.units());
+            assert_eq!(y.free_units(), y.units());
+        }
+        assert!(rx_x.is_empty() && rx_y.is_empty());
+    });
+}
+
 /// Round trip: each producer sends items in place and takes back what the
 /// consumer handed back (as an RX+TX lcore does), the consumer marks each
 /// item where it lies (bit 7) and hands its unit back. Every item comes
