@@ -225,10 +225,9 @@ fn pcap_roundtrip(backend: &str, topology: &str, workers: &str, extra: &[&str]) 
         None => "round-trip",
     };
     assert_eq!(j["handoff"], handoff);
-    // Round trip where the layout allows it: tq, one worker, the RX
-    // lcores (0-1) are the TX lcores.
-    let round_trip =
-        handoff == "round-trip" && backend == "tq" && workers == "1" && tx_lcores == rx_lcores;
+    // Round trip where the layout allows it: tq, the RX lcores are the
+    // TX lcores (any workers).
+    let round_trip = handoff == "round-trip" && backend == "tq" && tx_lcores == rx_lcores;
     assert_eq!(j["round_trip"], round_trip, "{}", run.describe());
     let in_place = |lcore: usize| -> Vec<String> {
         j["lcores"][lcore]["in_place"]

@@ -46,9 +46,10 @@ const SCATTER: Layout = Layout {
     in_place: &[&["rx"], &["worker"], &["worker"], &["tx"]],
 };
 
-/// RX lcores 0-1 are the TX lcores, workers 2-3: no round trip (two
-/// workers); RX scatters into the workers' slots, the workers into the
-/// two TX lcores'.
+/// RX lcores 0-1 are the TX lcores, workers 2-3: RX scatters into the
+/// workers' slots; with tq each worker hands every unit back to the RX
+/// lcore that filled it, which transmits it (the round trip), else the
+/// workers scatter into the two TX lcores' slots.
 const RX_TX_TWO_WORKERS: Layout = Layout {
     lcores: "0@0,1@1,2@0,3@1",
     rx: "0-1",
@@ -228,8 +229,26 @@ fn scatter_tq_copy() {
 }
 
 #[test]
-fn rx_tx_lcores_with_two_workers() {
-    run_layout(&RX_TX_TWO_WORKERS, "tq", "sharded", &[]);
+fn rx_tx_lcores_with_two_workers_round_trip() {
+    let j = run_layout(&RX_TX_TWO_WORKERS, "tq", "sharded", &[]);
+    assert_eq!(j["round_trip"], true);
+}
+
+#[test]
+fn rx_tx_lcores_with_two_workers_round_trip_shared() {
+    let j = run_layout(&RX_TX_TWO_WORKERS, "tq", "shared", &[]);
+    assert_eq!(j["round_trip"], true);
+}
+
+#[test]
+fn rx_tx_lcores_with_two_workers_zero_copy() {
+    let j = run_layout(
+        &RX_TX_TWO_WORKERS,
+        "tq",
+        "sharded",
+        &["--handoff", "zero-copy"],
+    );
+    assert_eq!(j["round_trip"], false);
 }
 
 #[test]

@@ -395,20 +395,20 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// `--handoff round-trip` takes effect: the backend is tq, there is no
-    /// `--class`, one worker serves every RX lcore and the RX lcores are
-    /// the TX lcores, so each RX lcore can transmit what it received once
-    /// the worker hands it back. Otherwise round-trip works as zero-copy.
+    /// `--handoff round-trip` takes effect: the backend is tq and the RX
+    /// lcores are the TX lcores (the same set: an RX lcore that is not a
+    /// TX lcore could not transmit what comes back, and a TX lcore that is
+    /// not an RX lcore would get nothing back), so each RX lcore transmits
+    /// what it received once its worker, whichever of them, hands it back.
+    /// Any number of workers and `--class`es, as long as every lcore that
+    /// receives (a class's too) transmits. Otherwise round-trip works as
+    /// zero-copy.
     pub fn round_trip(&self) -> bool {
         let mut rx = self.rx_stages.clone();
         let mut tx = self.layout.tx.clone();
         rx.sort_unstable();
         tx.sort_unstable();
-        self.handoff.mode == Handoff::RoundTrip
-            && self.handoff.backend == Backend::Tq
-            && self.classes.is_empty()
-            && self.workers.len() == 1
-            && rx == tx
+        self.handoff.mode == Handoff::RoundTrip && self.handoff.backend == Backend::Tq && rx == tx
     }
 
     /// Each role's hand-off mode: RX receives in place where all it
@@ -759,7 +759,7 @@ mod tests {
     }
 
     /// Each role's mode follows the layout: the round trip where RX and TX
-    /// lcores are one set with one worker; in place where a stage has one
+    /// lcores are one set (any workers); in place where a stage has one
     /// queue to write; scattered in place where it has several (several
     /// workers or TX lcores, `--class`); bursts with `--handoff copy`.
     #[test]
@@ -802,7 +802,32 @@ mod tests {
             "--tx-lcores",
             "0-1",
         ];
-        assert_eq!(modes(&[0, 1], &all), (S, S, I));
+        assert_eq!(modes(&[0, 1], &all), (S, R, R));
+        let all_zero_copy = [&all[..], &["--handoff", "zero-copy"]].concat();
+        assert_eq!(modes(&[0, 1], &all_zero_copy), (S, S, I));
+        let all_ring = [&all[..], &["--backend", "ring"]].concat();
+        assert_eq!(modes(&[0, 1], &all_ring), (S, S, I));
+        // The round trip with two workers: RX scatters, each worker hands
+        // back to the RX lcore that filled the unit.
+        let rx_tx = [
+            "--rx-lcores",
+            "0-1",
+            "--worker-lcores",
+            "2-3",
+            "--tx-lcores",
+            "0-1",
+        ];
+        assert_eq!(modes(&[0, 1, 2, 3], &rx_tx), (S, R, R));
+        // An RX lcore that does not transmit: no round trip.
+        let overlap = [
+            "--rx-lcores",
+            "0-1",
+            "--worker-lcores",
+            "2",
+            "--tx-lcores",
+            "0",
+        ];
+        assert_eq!(modes(&[0, 1, 2], &overlap), (I, I, I));
         let class = ["--class", "kv:udp,dst-port=8080:2"];
         assert_eq!(modes(&[0, 1, 2], &class).0, S);
     }

@@ -650,10 +650,10 @@ fn poll_stages<const RX: u8, const WK: u8, const TX: u8>(
     if let Some(t) = work.tx.as_mut() {
         if !t.done {
             let upstream_done = phase.workers_done.load(Ordering::Acquire) == phase.n_workers;
-            // Round trip: what comes back to this lcore's RX sender.
+            // Round trip: what comes back to this lcore's RX senders.
             let returns = match work.rx.as_mut() {
                 Some(rx) if TX == StageMode::RoundTrip as u8 => rx.returns(),
-                _ => None,
+                _ => &mut [],
             };
             let n = t.poll::<TX>(upstream_done, returns);
             backlog |= n >= t.pass();

@@ -213,13 +213,10 @@ impl RxStage {
         n
     }
 
-    /// The sender to the worker (round trip: what the worker hands back
-    /// comes back to it, and this lcore's TX stage transmits it).
-    pub fn returns(&mut self) -> Option<&mut PacketSender> {
-        match self.senders.as_mut_slice() {
-            [one] => Some(one),
-            _ => None,
-        }
+    /// The senders to the workers (round trip: what a worker hands back
+    /// comes back to them, and this lcore's TX stage transmits it).
+    pub fn returns(&mut self) -> &mut [PacketSender] {
+        &mut self.senders
     }
 
     /// Copies the first frames of some ports for `--capture`.

@@ -57,6 +57,9 @@ pub struct TxStage {
     holds: Vec<Hold>,
     /// Buckets hold packets a port refused.
     pending: bool,
+    /// Round trip: which of the RX stage's senders to take back from
+    /// first (round-robin over the workers).
+    next_return: usize,
     /// During shutdown: when to give up on a stalled port, and how many
     /// stop signals had arrived then (one more gives up at once).
     give_up_at: Option<(u64, u32)>,
@@ -88,6 +91,7 @@ impl TxStage {
             policy,
             holds: vec![Hold::default(); ports.len()],
             pending: false,
+            next_return: 0,
             give_up_at: None,
             latency: latency.map(|f| (f, Histogram::boxed())),
             latency_slot: None,
@@ -235,13 +239,13 @@ impl TxStage {
     /// output port with bounded retries ([`send_run`]); what a port
     /// refuses stays in the queue (no more input this round) unless its
     /// [`Hold`] says to drop it. `ROUND_TRIP`: from what came back to
-    /// `returns`, this lcore's RX sender
-    /// (`PacketInputs::transmit_returned`).
+    /// `returns`, this lcore's RX senders (one per worker), taken
+    /// round-robin (`PacketInputs::transmit_returned`).
     #[inline]
     fn poll_in_place<const ROUND_TRIP: bool>(
         &mut self,
         upstream_done: bool,
-        mut returns: Option<&mut PacketSender>,
+        returns: &mut [PacketSender],
     ) -> usize {
         let rules = SendRules {
             give_up: self.pending && self.give_up(),
@@ -258,6 +262,7 @@ impl TxStage {
             holds,
             counters,
             latency,
+            next_return,
             ..
         } = self;
         while total < pass && !refused {
@@ -279,10 +284,10 @@ impl TxStage {
                 refused |= !send_run(run, &mut ports[out], &mut holds[out], out, counters, &rules);
             };
             let (left, sent) = if ROUND_TRIP {
-                match returns.as_deref_mut() {
-                    Some(from) => inputs.transmit_returned(from, pass - total, sample, tx),
-                    None => (0, 0),
-                }
+                let (mut sample, mut tx) = (sample, tx);
+                take_back(returns, next_return, |from| {
+                    inputs.transmit_returned(from, pass - total, &mut sample, &mut tx)
+                })
             } else {
                 let n = inputs.transmit(pass - total, sample, tx);
                 (n, n)
@@ -295,9 +300,10 @@ impl TxStage {
         }
         self.pending = refused;
         if total == 0 {
-            let drained = match returns {
-                Some(from) => from.outstanding() == 0,
-                None => self.inputs.is_empty(),
+            let drained = if ROUND_TRIP {
+                returns.iter().all(|from| from.outstanding() == 0)
+            } else {
+                self.inputs.is_empty()
             };
             if !refused && upstream_done && drained {
                 self.done = true;
@@ -312,24 +318,22 @@ impl TxStage {
 
     /// One round in the stage's mode (`MODE`: a [`StageMode`] as `u8`,
     /// fixed for its lcore's loop); returns how many packets it took.
-    /// `returns`: this lcore's RX sender, for a round-trip stage.
+    /// `returns`: this lcore's RX senders, for a round-trip stage.
     #[inline]
     pub fn poll<const MODE: u8>(
         &mut self,
         upstream_done: bool,
-        returns: Option<&mut PacketSender>,
+        returns: &mut [PacketSender],
     ) -> usize {
         if MODE == StageMode::RoundTrip as u8 {
-            // Without its RX stage's sender nothing can come back.
-            match returns {
-                Some(from) => self.poll_in_place::<true>(upstream_done, Some(from)),
-                None => {
-                    self.done |= upstream_done;
-                    0
-                }
+            // Without its RX stage's senders nothing can come back.
+            if returns.is_empty() {
+                self.done |= upstream_done;
+                return 0;
             }
+            self.poll_in_place::<true>(upstream_done, returns)
         } else if MODE == StageMode::InPlace as u8 {
-            self.poll_in_place::<false>(upstream_done, None)
+            self.poll_in_place::<false>(upstream_done, &mut [])
         } else {
             self.poll_bursts(upstream_done)
         }
@@ -397,6 +401,29 @@ struct SendRules {
     /// Packets per `rte_eth_tx_burst`.
     pmd_burst: usize,
     policy: FullPolicy,
+}
+
+/// Round trip: what one of `returns` (this lcore's RX senders, one per
+/// worker) gives back, through `take` ((slots that left, packets sent)):
+/// from the sender after the one that gave last (`next`), each tried once
+/// until one gives something, so that no worker's returns wait behind
+/// another's.
+#[inline(always)]
+fn take_back(
+    returns: &mut [PacketSender],
+    next: &mut usize,
+    mut take: impl FnMut(&mut PacketSender) -> (usize, usize),
+) -> (usize, usize) {
+    let n = returns.len();
+    for _ in 0..n {
+        let k = if *next >= n { 0 } else { *next };
+        *next = k + 1;
+        let got = take(&mut returns[k]);
+        if got.0 != 0 {
+            return got;
+        }
+    }
+    (0, 0)
 }
 
 /// Transmits a run on `queue` (output port index `out`), one PMD burst at
