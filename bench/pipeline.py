@@ -11,6 +11,7 @@ bench/README.md. Python 3.11 standard library only. The other files:
   report_md.py          the markdown report (stdout, .md) and perf text
   report_json.py        the results JSON (.json)
   report_svg.py         the chart (.svg), drawn by hand
+  pipeline_sweep.py     the many-core sweep (pipeline.sh --lcores LIST)
 """
 
 from __future__ import annotations
@@ -239,6 +240,43 @@ def wait_quiet(max_wait: float, log) -> dict:
 
 # ---------------------------------------------------------------- running
 
+STATS_LINE = re.compile(r"^\[\s*([\d.]+)s\] rx\s+([\d.]+) Mpps\s+tx\s+([\d.]+) Mpps", re.M)
+
+
+def run_tqfwd_once(cmd: list[str], jpath: str, timeout: float) -> tuple[dict, str, dict | None, list[tuple]]:
+    """Runs one tqfwd command line that writes its --stats-json to `jpath`.
+    Returns the run's record (cmd, rc, wall_s), its output, the JSON (None
+    when it wrote none; the file is removed once read) and its stats lines
+    as (seconds, rx Mpps, tx Mpps)."""
+    t0 = time.time()
+    try:
+        p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=timeout)
+        out, rc = p.stdout, p.returncode
+    except subprocess.TimeoutExpired as e:
+        out, rc = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), -9
+    r = {"cmd": " ".join(cmd), "rc": rc, "wall_s": round(time.time() - t0, 2)}
+    lines = [(float(m[1]), float(m[2]), float(m[3])) for m in STATS_LINE.finditer(out)]
+    rep = None
+    try:
+        with open(jpath) as f:
+            rep = json.load(f)
+        os.unlink(jpath)
+    except (OSError, ValueError):
+        pass
+    return r, out, rep, lines
+
+
+def wait_for_others(foreign: list[str], max_wait: float = 30) -> tuple[list[str], float]:
+    """Gives someone else's build, test or bench (`foreign`: the processes
+    foreign_processes() found) up to `max_wait` s to end. Returns those
+    still running and the seconds waited."""
+    t0 = time.time()
+    while foreign and time.time() - t0 < max_wait:
+        time.sleep(2)
+        foreign = foreign_processes()
+    return foreign, time.time() - t0
+
 
 class Runner:
     def __init__(self, args):
@@ -289,24 +327,7 @@ class Runner:
     def run_tqfwd(self, c: Cfg) -> dict:
         S = self.a.seconds
         jpath = os.path.join(self.tmp, f"run-{self.seq + 1}.json")
-        cmd = self.tqfwd_cmd(c, S + 1, jpath)
-        t0 = time.time()
-        try:
-            p = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                               stderr=subprocess.STDOUT, text=True, timeout=S + 60)
-            out, rc = p.stdout, p.returncode
-        except subprocess.TimeoutExpired as e:
-            out, rc = (e.stdout or b"").decode(errors="replace") if isinstance(e.stdout, bytes) else (e.stdout or ""), -9
-        r = {"cmd": " ".join(cmd), "rc": rc, "wall_s": round(time.time() - t0, 2)}
-        lines = [(float(m[1]), float(m[2]), float(m[3])) for m in
-                 re.finditer(r"^\[\s*([\d.]+)s\] rx\s+([\d.]+) Mpps\s+tx\s+([\d.]+) Mpps", out, re.M)]
-        rep = None
-        try:
-            with open(jpath) as f:
-                rep = json.load(f)
-            os.unlink(jpath)
-        except (OSError, ValueError):
-            pass
+        r, out, rep, lines = run_tqfwd_once(self.tqfwd_cmd(c, S + 1, jpath), jpath, S + 60)
         if rep is None:
             r["error"] = "no --stats-json output; last lines: " + " | ".join(out.strip().splitlines()[-3:])
             return r
@@ -346,8 +367,8 @@ class Runner:
                        "busy_cycles_per_rx_packet": busy / rep["rx_packets"] if rep["rx_packets"] else 0.0})
         r["lcores"] = lc
         r["busy_cycles_per_rx_packet"] = total_busy / rep["rx_packets"] if rep["rx_packets"] else 0.0
-        if rc != 0:
-            r["error"] = f"tqfwd exited {rc}"
+        if r["rc"] != 0:
+            r["error"] = f"tqfwd exited {r['rc']}"
         return r
 
     # -- testpmd
@@ -510,8 +531,9 @@ def run_pingpong(path: str, log) -> dict:
 # ---------------------------------------------------------------- main
 
 
-def parse_args():
-    ap = argparse.ArgumentParser(description=__doc__)
+def add_common_args(ap: argparse.ArgumentParser):
+    """The options bench/pipeline.sh gives both drivers (this one and
+    pipeline_sweep.py): binaries, pcap, EAL memory, rounds, outputs."""
     ap.add_argument("--tqfwd", required=True)
     ap.add_argument("--pcap", required=True)
     ap.add_argument("--mem", required=True)
@@ -523,6 +545,11 @@ def parse_args():
     ap.add_argument("--stamp", default=datetime.datetime.now().strftime("%Y-%m-%d-%H%M%S"))
     ap.add_argument("--command", default="bench/pipeline.sh")
     ap.add_argument("--quick", action="store_true")
+
+
+def parse_args():
+    ap = argparse.ArgumentParser(description=__doc__)
+    add_common_args(ap)
     ap.add_argument("--perf", action="store_true")
     ap.add_argument("--perf-only", action="store_true")
     ap.add_argument("--contenders", default=",".join(CONTENDERS),
@@ -621,11 +648,8 @@ class Session:
         foreign = foreign_processes()
         if foreign and self.a.wait_quiet > 0:
             # another engineer's build/test/benchmark: give it 30 s to end
-            t0 = time.time()
-            while foreign and time.time() - t0 < 30:
-                time.sleep(2)
-                foreign = foreign_processes()
-            self.waited_total += time.time() - t0
+            foreign, waited = wait_for_others(foreign)
+            self.waited_total += waited
         r = self.runner.run(c)
         r["round"] = rnd + 1
         r["loadavg_after"] = loadavg()

@@ -69,6 +69,40 @@
 #   --contenders L   only these contenders, comma-separated, of tq, ring,
 #                    testpmd-mac, testpmd-io (default: all)
 #   -h, --help       this text
+#
+# Many-core sweep (bench/pipeline_sweep.py; bench/README.md, "Many-core
+# sweep"): with --lcores, instead of the runs above, pipeline shapes on the
+# lcores given, each role on lcores of its own (the first lcore is EAL's
+# main lcore and takes the first role): k RX+TX -> 1 worker and
+# k RX -> 1 worker -> 1 TX for k = 1, 2, 4, 8, 16 (more while the list
+# allows), k RX -> m workers -> t TX for 1-2-1, 2-2-2, 2-4-2, 4-4-4,
+# 4-8-4 and 8-16-8, and a --class on a worker of its own (RX+W+TX | class W
+# on 2 lcores, 1-1+class-1, 2-2+class-2); each for tq, ring and copy
+# (--backend ring --handoff copy), alternated, R rounds. Per row and
+# contender: forwarded Mpps (median), busy cycles per forwarded packet per
+# role, p50/p90/p99 at 10 % and 50 % of the row's capacity (--rx-rate).
+# A row that needs more lcores than the list holds is listed with the
+# count it needs, not run. Writes bench/results/pipeline-sweep-<date>.{md,json}
+# (--quick: target/bench/pipeline-sweep-<date>-quick.*).
+#   --lcores LIST    EAL lcore list (0-1, 2-33, 0,2,4-7; ID@CPU as EAL's
+#                    --lcores takes it); turns the sweep on
+#   --eal "ARGS"     the ports: EAL device options instead of the virtual
+#                    ports (--no-pci and the vdevs), e.g. "-a 0000:3b:00.0
+#                    -a 0000:3b:00.1"; traffic comes from your generator
+#   --traffic T      virtual ports: pcap (default: net_pcap replaying 64 B
+#                    UDP over 1024 flows, one rx_pcap per RX lcore) or null
+#                    (net_null: no flows, no class rows)
+#   --rows L         row families, comma-separated, of mp, shape, class
+#                    (default: all)
+#   --class-match M  the class's MATCH (default udp,src=10.0.0.0/24: a
+#                    quarter of the generated flows)
+#   --loads L        latency loads as fractions of the row's capacity
+#                    (default 0.1,0.5)
+#   --dry-run        print the rows and their tqfwd commands, run nothing
+#   --contenders L   of tq, ring, copy (default: all three)
+#   --rounds N, --seconds S, --wait-quiet S, --no-build, --quick as above
+#                    (defaults 5 rounds of 2 s: about 5 min on 2 lcores,
+#                    50 on 32; quick: 1 round of 1 s)
 # Exit codes: 0 ok; 1 a run failed (crash, end check failed, no figures),
 # or no configuration ran at all; 2 bad usage.
 set -euo pipefail
@@ -77,6 +111,7 @@ cd "$(dirname "$0")/.."
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
 QUICK=0 ROUNDS="" SECONDS_ARG="" WAIT_QUIET="" PERF=1 BUILD=1 PERF_ONLY=0 CONTENDERS="" MATCH=""
+LCORES="" EAL_PORTS="" TRAFFIC="" ROWS="" CLASS_MATCH="" LOADS="" DRY_RUN=0
 ORIG_ARGS=("$@")
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "pipeline.sh: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
@@ -90,6 +125,13 @@ while [ $# -gt 0 ]; do
         --perf-only) PERF_ONLY=1 ;;
         --no-build) BUILD=0 ;;
         --contenders) need_arg "$@"; CONTENDERS="$2"; shift ;;
+        --lcores) need_arg "$@"; LCORES="$2"; shift ;;
+        --eal) need_arg "$@"; EAL_PORTS="$2"; shift ;;
+        --traffic) need_arg "$@"; TRAFFIC="$2"; shift ;;
+        --rows) need_arg "$@"; ROWS="$2"; shift ;;
+        --class-match) need_arg "$@"; CLASS_MATCH="$2"; shift ;;
+        --loads) need_arg "$@"; LOADS="$2"; shift ;;
+        --dry-run) DRY_RUN=1 ;;
         -h|--help) usage; exit 0 ;;
         *) echo "pipeline.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
     esac
@@ -100,7 +142,20 @@ for v in "$ROUNDS" "$SECONDS_ARG" "$WAIT_QUIET" "$MATCH"; do
 done
 [ -z "$ROUNDS" ] || [ "$ROUNDS" -ge 1 ] || { echo "pipeline.sh: --rounds must be >= 1" >&2; exit 2; }
 [ -z "$SECONDS_ARG" ] || [ "$SECONDS_ARG" -ge 1 ] || { echo "pipeline.sh: --seconds must be >= 1" >&2; exit 2; }
-if [ "$QUICK" = 1 ]; then
+SWEEP=$([ -n "$LCORES" ] && echo 1 || echo 0)
+if [ "$SWEEP" = 0 ]; then
+    for o in "--eal:$EAL_PORTS" "--traffic:$TRAFFIC" "--rows:$ROWS" "--class-match:$CLASS_MATCH" \
+             "--loads:$LOADS" "--dry-run:${DRY_RUN#0}"; do
+        [ -z "${o#*:}" ] || { echo "pipeline.sh: ${o%%:*} belongs to the sweep: give --lcores LIST" >&2; exit 2; }
+    done
+elif [ "$PERF_ONLY" = 1 ] || [ -n "$MATCH" ]; then
+    echo "pipeline.sh: --perf-only and --match-placement are not sweep options (--lcores)" >&2; exit 2
+fi
+if [ "$SWEEP" = 1 ] && [ "$QUICK" = 1 ]; then
+    ROUNDS=${ROUNDS:-1} SECONDS_ARG=${SECONDS_ARG:-1} WAIT_QUIET=${WAIT_QUIET:-0}
+elif [ "$SWEEP" = 1 ]; then
+    ROUNDS=${ROUNDS:-5} SECONDS_ARG=${SECONDS_ARG:-2} WAIT_QUIET=${WAIT_QUIET:-900}
+elif [ "$QUICK" = 1 ]; then
     ROUNDS=${ROUNDS:-2} SECONDS_ARG=${SECONDS_ARG:-1} WAIT_QUIET=${WAIT_QUIET:-0} PERF=0
 else
     ROUNDS=${ROUNDS:-3} SECONDS_ARG=${SECONDS_ARG:-2} WAIT_QUIET=${WAIT_QUIET:-900}
@@ -110,8 +165,21 @@ fi
 # and stay out of the tree.
 RESULTS=$([ "$QUICK" = 1 ] && echo target/bench || echo bench/results)
 STAMP=$(date +%Y-%m-%d-%H%M%S)
-mkdir -p "$RESULTS"
 command -v python3 >/dev/null || { echo "pipeline.sh: python3 not found" >&2; exit 1; }
+SWEEP_PY=(python3 bench/pipeline_sweep.py --lcores "$LCORES" --rounds "$ROUNDS" --seconds "$SECONDS_ARG"
+          --wait-quiet "$WAIT_QUIET" --results "$RESULTS" --stamp "$STAMP"
+          --command="bench/pipeline.sh ${ORIG_ARGS[*]}")
+[ -n "$EAL_PORTS" ] && SWEEP_PY+=(--eal="$EAL_PORTS")
+[ -n "$TRAFFIC" ] && SWEEP_PY+=(--traffic "$TRAFFIC")
+[ -n "$ROWS" ] && SWEEP_PY+=(--rows "$ROWS")
+[ -n "$CLASS_MATCH" ] && SWEEP_PY+=(--class-match "$CLASS_MATCH")
+[ -n "$LOADS" ] && SWEEP_PY+=(--loads "$LOADS")
+[ -n "$CONTENDERS" ] && SWEEP_PY+=(--contenders "$CONTENDERS")
+[ "$QUICK" = 1 ] && SWEEP_PY+=(--quick)
+if [ "$DRY_RUN" = 1 ]; then
+    exec "${SWEEP_PY[@]}" --dry-run --tqfwd target/release/tqfwd --pcap PCAP --mem="--in-memory" --mem-note=-
+fi
+mkdir -p "$RESULTS"
 if ! command -v dpdk-testpmd >/dev/null || ! pkg-config --exists libdpdk 2>/dev/null; then
     scripts/install-deps.sh >&2
 fi
@@ -129,7 +197,9 @@ cp target/release/tqfwd target/release/tqfwd-gen "$WORK/"
 # measured.
 CC=$(command -v cc || command -v clang || true)
 PINGPONG=()
-if [ -n "$CC" ] && "$CC" -O2 -pthread -o "$WORK/pingpong" bench/pingpong.c >&2; then
+if [ "$SWEEP" = 1 ]; then
+    :  # the sweep measures no floor
+elif [ -n "$CC" ] && "$CC" -O2 -pthread -o "$WORK/pingpong" bench/pingpong.c >&2; then
     PINGPONG=(--pingpong "$WORK/pingpong")
 else
     echo "pipeline.sh: could not compile bench/pingpong.c (cc/clang): no physical floor" >&2
@@ -138,9 +208,13 @@ PCAP="$WORK/udp64-1024flows.pcap"
 "$WORK/tqfwd-gen" --out "$PCAP" --flows 1024 --packets 8192 --size 64 >&2
 
 # Huge pages: reserve if allowed; use them when >= 512 MiB are free
-# (testpmd's default pool alone is ~340 MiB), else --no-huge -m 1024.
-scripts/hugepages.sh setup 512 >&2 || true
+# (testpmd's default pool alone is ~340 MiB), else --no-huge -m 1024. The
+# sweep keeps a host's own reservation when it has 512 MiB free.
 free_kb=$(awk '/HugePages_Free/ {f=$2} /Hugepagesize/ {s=$2} END {print f*s}' /proc/meminfo)
+if [ "$SWEEP" = 0 ] || [ "${free_kb:-0}" -lt 524288 ]; then
+    scripts/hugepages.sh setup 512 >&2 || true
+    free_kb=$(awk '/HugePages_Free/ {f=$2} /Hugepagesize/ {s=$2} END {print f*s}' /proc/meminfo)
+fi
 if [ "${free_kb:-0}" -ge 524288 ] && grep -q hugetlbfs /proc/mounts; then
     MEM="--in-memory"
     MEM_NOTE="huge pages ($((free_kb / 1024)) MiB free, --in-memory)"
@@ -149,6 +223,13 @@ else
     MEM_NOTE="NO huge pages (--no-huge -m 1024): not comparable with huge-page figures"
 fi
 echo "pipeline.sh: EAL memory: $MEM_NOTE" >&2
+if [ "$SWEEP" = 1 ]; then
+    [ -z "$EAL_PORTS" ] || [ "$MEM" = "--in-memory" ] ||
+        echo "pipeline.sh: WARNING: a NIC's DMA needs huge pages; reserve them (scripts/hugepages.sh setup)" >&2
+    rc=0
+    "${SWEEP_PY[@]}" --tqfwd "$WORK/tqfwd" --pcap "$PCAP" --mem="$MEM" --mem-note="$MEM_NOTE" || rc=$?
+    exit $rc
+fi
 
 PY=(python3 bench/pipeline.py --tqfwd "$WORK/tqfwd" --pcap "$PCAP" --mem="$MEM" --mem-note="$MEM_NOTE"
     --rounds "$ROUNDS" --seconds "$SECONDS_ARG" --wait-quiet "$WAIT_QUIET" --results "$RESULTS"
