@@ -10,6 +10,9 @@
 #   bench/results/queue-<date>.json          all figures, every round
 #   bench/results/queue-<date>-ring_perf.log the raw dpdk-test output
 #   bench/results/queue-<date>-perf.txt      with --perf: perf stat output
+# With --scatter it runs the scatter and drain rows instead (one producer
+# lcore, k = 1, 2, 4, 8 queues, one consumer lcore; no anchor, no latency
+# runs) and writes bench/results/queue-scatter-<date>.{md,json}.
 # --quick writes the same files under target/bench/ instead.
 # bench/results/ tracks the latest full run of each bench, listed in
 # bench/results/README.md: a new full run replaces the previous one there
@@ -19,6 +22,9 @@
 # Usage: bench/queue.sh [options] [-- extra tqfwd-queue-bench options]
 #   --quick            3 rounds, 50 ms throughput + 25 ms latency runs (< 60 s);
 #                      outputs under target/bench/
+#   --scatter          the scatter and drain rows instead of the hand-off rows
+#                      (7 rounds of 200 ms runs: about 1.5 min); not with
+#                      --latency-ms, --rate, --perf or --anchor-runs
 #   --rounds N         rounds over all configurations (default 7, quick 3)
 #   --duration-ms MS   throughput run length (default 200, quick 50)
 #   --latency-ms MS    latency run length (default 100, quick 25)
@@ -40,12 +46,13 @@ cd "$(dirname "$0")/.."
 
 usage() { sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; }
 
-QUICK=0 ROUNDS="" DURATION="" LATENCY="" RATE="" LCORES="0-1" ANCHOR=1 ANCHOR_RUNS="" PERF=0 WAIT_QUIET=0
+QUICK=0 SCATTER=0 ROUNDS="" DURATION="" LATENCY="" RATE="" LCORES="0-1" ANCHOR=1 ANCHOR_RUNS="" PERF=0 WAIT_QUIET=0
 EXTRA=()
 need_arg() { [ $# -ge 2 ] && [ -n "$2" ] || { echo "queue.sh: $1 needs a value" >&2; exit 2; }; }
 while [ $# -gt 0 ]; do
     case "$1" in
         --quick) QUICK=1 ;;
+        --scatter) SCATTER=1 ;;
         --rounds) need_arg "$@"; ROUNDS="$2"; shift ;;
         --duration-ms) need_arg "$@"; DURATION="$2"; shift ;;
         --latency-ms) need_arg "$@"; LATENCY="$2"; shift ;;
@@ -62,6 +69,13 @@ while [ $# -gt 0 ]; do
     shift
 done
 
+if [ "$SCATTER" = 1 ]; then
+    for v in "$LATENCY" "$RATE" "$ANCHOR_RUNS"; do
+        [ -z "$v" ] || { echo "queue.sh: --scatter has no latency runs and no anchor: drop --latency-ms, --rate and --anchor-runs" >&2; exit 2; }
+    done
+    [ "$PERF" = 0 ] || { echo "queue.sh: --perf is for the hand-off rows, not --scatter" >&2; exit 2; }
+    ANCHOR=0
+fi
 [ -n "$ANCHOR_RUNS" ] || ANCHOR_RUNS=$([ "$QUICK" = 1 ] && echo 1 || echo 3)
 case "$ANCHOR_RUNS" in ''|*[!0-9]*|0) echo "queue.sh: --anchor-runs needs a number >= 1" >&2; exit 2 ;; esac
 
@@ -112,7 +126,9 @@ fi
 
 # The anchor: DPDK's own ring benchmark, same lcores, its own file prefix.
 ANCHOR_ARGS=()
-if [ "$ANCHOR" = 1 ]; then
+if [ "$SCATTER" = 1 ]; then
+    : # no anchor: ring_perf_autotest has no scatter or drain case
+elif [ "$ANCHOR" = 1 ]; then
     ALOG="$RESULTS/queue-$STAMP-ring_perf.log"
     echo "queue.sh: anchor: $ANCHOR_RUNS x DPDK_TEST=ring_perf_autotest dpdk-test -l $LCORES --no-pci ${MEM[*]} (log $ALOG)" >&2
     if ! command -v dpdk-test >/dev/null; then
@@ -136,14 +152,16 @@ else
 fi
 
 APP=()
+KIND=queue
+[ "$SCATTER" = 1 ] && { APP+=(--scatter); KIND=queue-scatter; }
 [ "$QUICK" = 1 ] && APP+=(--quick)
 [ -n "$ROUNDS" ] && APP+=(--rounds "$ROUNDS")
 [ -n "$DURATION" ] && APP+=(--duration-ms "$DURATION")
 [ -n "$LATENCY" ] && APP+=(--latency-ms "$LATENCY")
 [ -n "$RATE" ] && APP+=(--rate "$RATE")
 
-JSON="$RESULTS/queue-$STAMP.json"
-MD="$RESULTS/queue-$STAMP.md"
+JSON="$RESULTS/$KIND-$STAMP.json"
+MD="$RESULTS/$KIND-$STAMP.md"
 CMD=("$BIN" -l "$LCORES" --no-pci "${MEM[@]}" --file-prefix "tqqb-$$" --
      "${APP[@]}" "${ANCHOR_ARGS[@]}" --json "$JSON" --label "$STAMP"
      --note "EAL memory: $MEM_NOTE; $LOAD_NOTE" "${EXTRA[@]}")

@@ -1,16 +1,20 @@
 //! The command line: the options after `--` ([`Args`], parsed by clap) and
-//! the run plan they resolve to ([`Plan`]: `--quick` and the defaults
-//! applied, every value checked).
+//! the run plan they resolve to: [`Plan`] for the hand-off rows, or with
+//! `--scatter` [`FanPlan`] for the scatter and drain rows (`--quick` and
+//! the defaults applied, every value checked).
 //!
-//! Promises: [`plan_from`] returns either a plan every run can use (known
-//! contenders; bursts in 1..=`MAX_BURST`; depths that are powers of two up
-//! to 2^24 and hold every burst; a rate in 0.001..=1000 Mitems/s; at least
-//! one value of each list) or the message of a bad-options exit (code 2).
-//! Nothing here touches the EAL.
+//! Promises: [`plans_from`] returns either a plan every run can use (known
+//! contenders; bursts in 1..=`MAX_BURST`, and with `--scatter` powers of
+//! two; depths that are powers of two up to 2^24 and hold every burst; a
+//! rate in 0.001..=1000 Mitems/s; queue counts in 1..=`MAX_QUEUES`; at
+//! least one value of each list) or the message of a bad-options exit
+//! (code 2). Nothing here touches the EAL.
 
 use clap::Parser;
 
 use crate::contenders::Contender;
+use crate::fan::{FanContender, FanRow};
+use crate::fan_loops::{MAX_QUEUES, TABLE_ITEMS};
 use crate::runner::MAX_BURST;
 
 #[derive(Parser, Debug)]
@@ -27,6 +31,22 @@ pub(crate) struct Args {
     #[arg(long)]
     pub(crate) quick: bool,
 
+    /// Run the scatter and drain rows instead of the hand-off rows: one
+    /// producer lcore, k queues, one consumer lcore (throughput runs only).
+    #[arg(
+        long,
+        conflicts_with_all = ["latency_ms", "rate", "single_producer_only", "multi_producer_only", "anchor", "anchor_error"]
+    )]
+    pub(crate) scatter: bool,
+
+    /// With --scatter: the queue counts k [default: 1,2,4,8].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "scatter")]
+    pub(crate) queues: Option<Vec<usize>>,
+
+    /// With --scatter: which rows, `scatter` and/or `drain` [default: both].
+    #[arg(long, value_name = "LIST", value_delimiter = ',', requires = "scatter")]
+    pub(crate) rows: Option<Vec<String>>,
+
     /// Rounds over all configurations (medians are taken over them)
     /// [default: 7, --quick: 3].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1000))]
@@ -42,31 +62,26 @@ pub(crate) struct Args {
     pub(crate) latency_ms: Option<u64>,
 
     /// Offered load of the latency runs, in million items per second (all
-    /// producers together), the same for every contender.
-    #[arg(long, value_name = "MITEMS", default_value_t = 4.0)]
-    pub(crate) rate: f64,
+    /// producers together), the same for every contender [default: 4].
+    #[arg(long, value_name = "MITEMS")]
+    pub(crate) rate: Option<f64>,
 
-    /// Bursts (items per send/receive call, and per TransferQueue unit).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = vec![1usize, 8, 32, 64])]
-    pub(crate) bursts: Vec<usize>,
+    /// Bursts (items per send/receive call, and per TransferQueue unit)
+    /// [default: 1,8,32,64; --scatter: 32].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub(crate) bursts: Option<Vec<usize>>,
 
-    /// Queue depths in items (powers of two; split over producers).
-    #[arg(long, value_name = "LIST", value_delimiter = ',', default_values_t = vec![1024usize, 4096, 16384])]
-    pub(crate) depths: Vec<usize>,
+    /// Queue depths in items (powers of two; split over producers; with
+    /// --scatter, the depth of each of the k queues) [default:
+    /// 1024,4096,16384; --scatter: 2048].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub(crate) depths: Option<Vec<usize>>,
 
-    /// Contenders to run: tq-sharded, tq-shared, ring-spsc, ring-mpsc.
-    #[arg(
-        long,
-        value_name = "LIST",
-        value_delimiter = ',',
-        default_values_t = vec![
-            "tq-sharded".to_string(),
-            "tq-shared".to_string(),
-            "ring-spsc".to_string(),
-            "ring-mpsc".to_string()
-        ]
-    )]
-    pub(crate) contenders: Vec<String>,
+    /// Contenders to run: tq-sharded, tq-shared, ring-spsc, ring-mpsc
+    /// [default: all four]; with --scatter: tq-in-place, tq-copy,
+    /// ring-in-place, ring-copy [default: all four].
+    #[arg(long, value_name = "LIST", value_delimiter = ',')]
+    pub(crate) contenders: Option<Vec<String>>,
 
     /// Skip the multi-producer configurations even when the lcores exist.
     #[arg(long)]
@@ -112,54 +127,162 @@ pub(crate) struct Plan {
     pub(crate) contenders: Vec<Contender>,
 }
 
-pub(crate) fn plan_from(args: &Args) -> Result<Plan, String> {
+/// The scatter and drain rows' run parameters (`--scatter`).
+#[derive(Debug, Clone)]
+pub(crate) struct FanPlan {
+    pub(crate) rounds: u32,
+    pub(crate) duration_ms: u64,
+    pub(crate) rows: Vec<FanRow>,
+    /// Queue counts k.
+    pub(crate) queues: Vec<usize>,
+    pub(crate) bursts: Vec<usize>,
+    /// Depth of each of the k queues.
+    pub(crate) depths: Vec<usize>,
+    pub(crate) contenders: Vec<FanContender>,
+}
+
+/// What the options ask for.
+#[derive(Debug, Clone)]
+pub(crate) enum Plans {
+    Handoff(Plan),
+    Fan(FanPlan),
+}
+
+pub(crate) fn plans_from(args: &Args) -> Result<Plans, String> {
+    if args.scatter {
+        fan_plan_from(args).map(Plans::Fan)
+    } else {
+        plan_from(args).map(Plans::Handoff)
+    }
+}
+
+/// The values a list option names (`all` when it is not given), or the
+/// message `unknown` makes of the first name `parse` does not know.
+fn parse_list<T: Copy>(
+    given: &Option<Vec<String>>,
+    all: &[T],
+    parse: fn(&str) -> Option<T>,
+    unknown: impl Fn(&str) -> String,
+) -> Result<Vec<T>, String> {
+    match given {
+        None => Ok(all.to_vec()),
+        Some(list) => list
+            .iter()
+            .map(|v| parse(v).ok_or_else(|| unknown(v)))
+            .collect(),
+    }
+}
+
+/// `--quick` and the defaults: (rounds, throughput ms, latency ms).
+fn lengths(args: &Args) -> (u32, u64, u64) {
     let (rounds, dur, lat) = if args.quick {
         (3, 50, 25)
     } else {
         (7, 200, 100)
     };
+    (
+        args.rounds.unwrap_or(rounds),
+        args.duration_ms.unwrap_or(dur),
+        args.latency_ms.unwrap_or(lat),
+    )
+}
+
+fn plan_from(args: &Args) -> Result<Plan, String> {
+    let (rounds, duration_ms, latency_ms) = lengths(args);
+    let rate = args.rate.unwrap_or(4.0);
     let plan = Plan {
-        rounds: args.rounds.unwrap_or(rounds),
-        duration_ms: args.duration_ms.unwrap_or(dur),
-        latency_ms: args.latency_ms.unwrap_or(lat),
-        rate_items_s: args.rate * 1e6,
-        bursts: args.bursts.clone(),
-        depths: args.depths.clone(),
-        contenders: args
-            .contenders
-            .iter()
-            .map(|c| {
-                Contender::parse(c).ok_or_else(|| {
-                    format!(
-                        "unknown contender `{c}`: use tq-sharded, tq-shared, ring-spsc, ring-mpsc"
-                    )
-                })
-            })
-            .collect::<Result<_, _>>()?,
+        rounds,
+        duration_ms,
+        latency_ms,
+        rate_items_s: rate * 1e6,
+        bursts: args.bursts.clone().unwrap_or_else(|| vec![1, 8, 32, 64]),
+        depths: args
+            .depths
+            .clone()
+            .unwrap_or_else(|| vec![1024, 4096, 16384]),
+        contenders: parse_list(&args.contenders, &Contender::ALL, Contender::parse, |c| {
+            format!("unknown contender `{c}`: use tq-sharded, tq-shared, ring-spsc, ring-mpsc")
+        })?,
     };
     if !(plan.rate_items_s.is_finite() && plan.rate_items_s >= 1e3 && plan.rate_items_s <= 1e9) {
         return Err(format!(
-            "--rate {} is out of range: use 0.001..=1000 (million items/s)",
-            args.rate
+            "--rate {rate} is out of range: use 0.001..=1000 (million items/s)"
         ));
     }
     if plan.contenders.is_empty() || plan.bursts.is_empty() || plan.depths.is_empty() {
         return Err("--contenders, --bursts and --depths need at least one value each".into());
     }
-    for &b in &plan.bursts {
+    check_bursts_depths(&plan.bursts, &plan.depths)?;
+    Ok(plan)
+}
+
+/// Bursts in 1..=`MAX_BURST`; depths powers of two up to 2^24 that hold
+/// every burst.
+fn check_bursts_depths(bursts: &[usize], depths: &[usize]) -> Result<(), String> {
+    for &b in bursts {
         if b == 0 || b > MAX_BURST {
             return Err(format!("burst {b} is out of range: use 1..={MAX_BURST}"));
         }
     }
-    for &d in &plan.depths {
+    for &d in depths {
         if !d.is_power_of_two() || d > (1 << 24) {
             return Err(format!("depth {d} is not a power of two up to 16777216"));
         }
-        if let Some(&b) = plan.bursts.iter().find(|&&b| b > d) {
+        if let Some(&b) = bursts.iter().find(|&&b| b > d) {
             return Err(format!(
                 "depth {d} is smaller than burst {b}: every depth must hold one burst"
             ));
         }
     }
+    Ok(())
+}
+
+fn fan_plan_from(args: &Args) -> Result<FanPlan, String> {
+    let (rounds, duration_ms, _) = lengths(args);
+    let plan = FanPlan {
+        rounds,
+        duration_ms,
+        rows: parse_list(&args.rows, &FanRow::ALL, FanRow::parse, |r| {
+            format!("unknown row `{r}`: use scatter, drain")
+        })?,
+        queues: args.queues.clone().unwrap_or_else(|| vec![1, 2, 4, 8]),
+        bursts: args.bursts.clone().unwrap_or_else(|| vec![32]),
+        depths: args.depths.clone().unwrap_or_else(|| vec![2048]),
+        contenders: parse_list(
+            &args.contenders,
+            &FanContender::ALL,
+            FanContender::parse,
+            |c| {
+                format!("unknown contender `{c}` with --scatter: use tq-in-place, tq-copy, ring-in-place, ring-copy")
+            },
+        )?,
+    };
+    if plan.rows.is_empty()
+        || plan.queues.is_empty()
+        || plan.contenders.is_empty()
+        || plan.bursts.is_empty()
+        || plan.depths.is_empty()
+    {
+        return Err(
+            "--rows, --queues, --contenders, --bursts and --depths need at least one value each"
+                .into(),
+        );
+    }
+    for &k in &plan.queues {
+        if k == 0 || k > MAX_QUEUES {
+            return Err(format!(
+                "queue count {k} is out of range: use 1..={MAX_QUEUES}"
+            ));
+        }
+    }
+    check_bursts_depths(&plan.bursts, &plan.depths)?;
+    // The producers read their items from a table of TABLE_ITEMS values
+    // in whole bursts.
+    if let Some(&b) = plan.bursts.iter().find(|&&b| !b.is_power_of_two()) {
+        return Err(format!(
+            "burst {b} is not a power of two: with --scatter, bursts are powers of two up to {MAX_BURST}"
+        ));
+    }
+    debug_assert!(plan.bursts.iter().all(|&b| TABLE_ITEMS % b == 0));
     Ok(plan)
 }

@@ -23,7 +23,7 @@ pub(crate) enum Contender {
 }
 
 impl Contender {
-    const ALL: [Contender; 4] = [
+    pub(crate) const ALL: [Contender; 4] = [
         Contender::TqSharded,
         Contender::TqShared,
         Contender::RingSpsc,

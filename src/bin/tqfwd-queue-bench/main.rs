@@ -49,10 +49,28 @@
 //! producer lcores at once) need at least 3 lcores; with fewer they are
 //! reported as skipped rows, never estimated.
 //!
+//! ## Scatter and drain rows (`--scatter`)
+//!
+//! Instead of the hand-off rows: one producer lcore (the main lcore) and
+//! one consumer lcore, k = 1, 2, 4, 8 queues (`--queues`) between them,
+//! `depth` items each, for four contenders: `tq in place`, `tq copy`
+//! (one single-producer TransferQueue per queue), `ring in place`, `ring
+//! copy` (one SP/SC rte_ring per queue). *Scatter*: the producer sends
+//! each item to the queue its hash picks (in place: one lent run per
+//! destination, opened nested; by copy: per-destination buckets). *Drain*:
+//! the producer sends its bursts to the k queues in turn. The consumer
+//! polls the k queues round-robin. Each role's busy cycles per item (one
+//! TSC read per loop iteration) are reported, with the throughput, the
+//! targets (k = 4 against k = 1, tq against the ring) and the lcores'
+//! cache-line trip before each run; `fan_loops.rs` says exactly what is
+//! timed. Same rounds, alternation and medians as above; throughput runs
+//! only; each run is accepted only if every queue received exactly the
+//! stream's items for it (count and sum), otherwise exit 1.
+//!
 //! ## Layout
 //!
 //! * `main.rs`: EAL start and stop, the topology (which lcore does what),
-//!   the run from options to report, exit codes;
+//!   the run from options to report (either mode), exit codes;
 //! * `args.rs`: the options and the run plan;
 //! * `contenders.rs`: the queues compared, built fresh for every run;
 //! * `runner.rs`: the measured loops and one run on the lcores;
@@ -60,7 +78,11 @@
 //!   accounting check;
 //! * `results.rs`: the per-configuration figures over the rounds;
 //! * `anchor.rs`: the `ring_perf_autotest` anchor;
-//! * `report.rs`: the markdown table, targets and JSON.
+//! * `report.rs`: the markdown table, targets and JSON;
+//! * `fan.rs`: the scatter and drain rows' contenders, queues, rounds,
+//!   accounting check and figures;
+//! * `fan_loops.rs`: their measured loops and one run on the lcores;
+//! * `fan_report.rs`: their tables, targets and JSON.
 //!
 //! [`queue::ShardedConsumer`]: tqfwd::queue::ShardedConsumer
 //! [`Histogram`]: tqfwd::counters::latency::Histogram
@@ -70,6 +92,9 @@
 mod anchor;
 mod args;
 mod contenders;
+mod fan;
+mod fan_loops;
+mod fan_report;
 mod report;
 mod results;
 mod rounds;
@@ -83,7 +108,9 @@ use clap::Parser;
 use tqfwd::dpdk::{self, Eal, Lcore, SocketMemory};
 
 use crate::anchor::load_anchor;
-use crate::args::{plan_from, Args, Plan};
+use crate::args::{plans_from, Args, FanPlan, Plan, Plans};
+use crate::fan::FanBench;
+use crate::fan_report::{fan_report, FanReport};
 use crate::report::{report, Report};
 use crate::rounds::Bench;
 use crate::runner::{loadavg, Lab, Roles, GAP_NS};
@@ -111,7 +138,7 @@ fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    let plan = match plan_from(&args) {
+    let plans = match plans_from(&args) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("tqfwd-queue-bench: error: {e}");
@@ -125,7 +152,11 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let code = match bench(&eal, &args, &plan) {
+    let run = match &plans {
+        Plans::Handoff(plan) => bench(&eal, &args, plan),
+        Plans::Fan(plan) => fan_bench(&eal, &args, plan),
+    };
+    let code = match run {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("tqfwd-queue-bench: error: {e}");
@@ -136,6 +167,64 @@ fn main() -> ExitCode {
         eprintln!("tqfwd-queue-bench: warning: {e}");
     }
     code
+}
+
+/// Cycles of one TSC read on this lcore (mean of many back to back).
+fn tsc_read_cycles() -> f64 {
+    const N: u64 = 100_000;
+    let t0 = dpdk::rdtsc_inline();
+    let mut last = t0;
+    for _ in 0..N {
+        last = std::hint::black_box(dpdk::rdtsc_inline());
+    }
+    (last - t0) as f64 / N as f64
+}
+
+/// The scatter and drain rows (`--scatter`) after the EAL is up.
+fn fan_bench(eal: &Eal, args: &Args, plan: &FanPlan) -> Result<(), String> {
+    let topo = topology(eal, args)?;
+    let tsc_hz = dpdk::tsc_hz();
+    if tsc_hz == 0 {
+        return Err("EAL reports a TSC frequency of 0".into());
+    }
+    let load_start = loadavg();
+    let producer = topo.producer_lcores[0];
+    eprintln!(
+        "tqfwd-queue-bench: scatter and drain rows: {} on {} lcores (producer {}, consumer {}), TSC {:.3} GHz, load {}",
+        dpdk::version(),
+        topo.lcores.len(),
+        producer,
+        topo.consumer,
+        tsc_hz as f64 / 1e9,
+        load_start
+    );
+    let configs = FanBench::keys(plan).len();
+    eprintln!(
+        "tqfwd-queue-bench: {} rounds x {} configurations x {} ms",
+        plan.rounds, configs, plan.duration_ms
+    );
+    let tsc_read = tsc_read_cycles();
+    let b = FanBench {
+        lab: lab(eal, &topo),
+        plan,
+        tsc_hz,
+    };
+    let t_all = Instant::now();
+    let results = b.rounds()?;
+    let load_end = loadavg();
+    fan_report(FanReport {
+        args,
+        plan,
+        results: &results,
+        lcores: &topo.lcores,
+        producer,
+        consumer: topo.consumer,
+        tsc_hz,
+        tsc_read_cycles: tsc_read,
+        load_start: &load_start,
+        load_end: &load_end,
+        wall_s: t_all.elapsed().as_secs_f64(),
+    })
 }
 
 /// Where the bench runs: the consumer lcore, the producer lcores (main lcore
@@ -186,6 +275,22 @@ fn topology(eal: &Eal, args: &Args) -> Result<Topology, String> {
     })
 }
 
+/// Where the runs take place: `eal`'s lcores as `topo` assigns them, queue
+/// memory on the consumer's socket.
+fn lab<'a>(eal: &'a Eal, topo: &'a Topology) -> Lab<'a> {
+    Lab {
+        eal,
+        roles: Roles {
+            producers: &topo.producer_lcores,
+            consumer: topo.consumer,
+        },
+        mem: Arc::new(SocketMemory {
+            socket: topo.socket,
+        }),
+        socket: topo.socket,
+    }
+}
+
 /// Why the options leave no configuration to run (the message of the error
 /// that ends such a run with exit code 1, before anything is printed).
 fn no_configuration(args: &Args, topo: &Topology) -> String {
@@ -228,17 +333,7 @@ fn bench(eal: &Eal, args: &Args, plan: &Plan) -> Result<(), String> {
     );
 
     let b = Bench {
-        lab: Lab {
-            eal,
-            roles: Roles {
-                producers: &topo.producer_lcores,
-                consumer: topo.consumer,
-            },
-            mem: Arc::new(SocketMemory {
-                socket: topo.socket,
-            }),
-            socket: topo.socket,
-        },
+        lab: lab(eal, &topo),
         plan,
         tsc_hz,
         // Latency windows of 2^shift cycles, the power of two at or below

@@ -24,7 +24,7 @@ use crate::runner::GAP_NS;
 const MIN_CLEAN_SAMPLES: u64 = 20_000;
 
 /// Median, min, max and every round's value (null where a round had none).
-fn stats(v: &[f64]) -> Value {
+pub(crate) fn stats(v: &[f64]) -> Value {
     let fin = v.iter().copied().filter(|x| x.is_finite());
     let min = fin.clone().fold(f64::INFINITY, f64::min);
     let max = fin.fold(f64::NEG_INFINITY, f64::max);
@@ -32,7 +32,7 @@ fn stats(v: &[f64]) -> Value {
 }
 
 /// A JSON number rounded to 3 decimals, or null when not finite.
-fn num(x: f64) -> Value {
+pub(crate) fn num(x: f64) -> Value {
     if x.is_finite() {
         json!((x * 1000.0).round() / 1000.0)
     } else {
@@ -155,7 +155,7 @@ fn row<'a>(r: &Report, key: Key, s: &'a Samples) -> Row<'a> {
     }
 }
 
-fn fmt_ratio(x: f64) -> String {
+pub(crate) fn fmt_ratio(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.2}")
     } else {
@@ -171,7 +171,7 @@ fn fmt0(x: f64) -> String {
     }
 }
 
-fn fmt1(x: f64) -> String {
+pub(crate) fn fmt1(x: f64) -> String {
     if x.is_finite() {
         format!("{x:.1}")
     } else {
@@ -564,7 +564,12 @@ fn write_json(
         "anchor": anchor_json(r.anchor),
         "targets": targets.iter().map(|t| t.json.clone()).collect::<Vec<_>>(),
     });
-    let text = serde_json::to_string_pretty(&doc).map_err(|e| e.to_string())?;
+    write_json_file(&doc, path)
+}
+
+/// Writes `doc` to `path`, pretty-printed, and says so on stderr.
+pub(crate) fn write_json_file(doc: &Value, path: &std::path::Path) -> Result<(), String> {
+    let text = serde_json::to_string_pretty(doc).map_err(|e| e.to_string())?;
     std::fs::write(path, text + "\n")
         .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     eprintln!("tqfwd-queue-bench: wrote {}", path.display());

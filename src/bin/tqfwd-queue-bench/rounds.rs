@@ -110,16 +110,21 @@ impl Bench<'_> {
                     }
                 }
             }
-            eprintln!(
-                "tqfwd-queue-bench: round {}/{} done in {:.1} s (load {})",
-                round + 1,
-                plan.rounds,
-                t_round.elapsed().as_secs_f64(),
-                loadavg()
-            );
+            round_done(round, plan.rounds, t_round);
         }
         Ok(results)
     }
+}
+
+/// Says on stderr that round `round` (from 0) of `rounds`, started at
+/// `t_round`, is done.
+pub(crate) fn round_done(round: u32, rounds: u32, t_round: Instant) {
+    eprintln!(
+        "tqfwd-queue-bench: round {}/{rounds} done in {:.1} s (load {})",
+        round + 1,
+        t_round.elapsed().as_secs_f64(),
+        loadavg()
+    );
 }
 
 /// Received == sent, and (throughput mode) every item carried the 1 it was

@@ -135,7 +135,7 @@ pub(crate) struct Roles<'a> {
 
 /// Waits until `n` participants have arrived.
 #[inline]
-fn barrier(ready: &AtomicUsize, n: usize) {
+pub(crate) fn barrier(ready: &AtomicUsize, n: usize) {
     ready.fetch_add(1, Ordering::AcqRel);
     while ready.load(Ordering::Acquire) < n {
         dpdk::pause();
@@ -144,7 +144,7 @@ fn barrier(ready: &AtomicUsize, n: usize) {
 
 /// The calling thread's involuntary context switches so far (0 if
 /// `/proc/thread-self/status` cannot be read). Not for measured loops.
-fn involuntary_switches() -> u64 {
+pub(crate) fn involuntary_switches() -> u64 {
     std::fs::read_to_string("/proc/thread-self/status")
         .ok()
         .and_then(|s| {
