@@ -322,6 +322,9 @@ struct Wiring<'a> {
     tx_inputs: Vec<Option<PacketInputs>>,
     /// Each RX stage's port queues.
     rx_queues: Vec<Option<Vec<PolledQueue>>>,
+    /// RX stages that poll a queue (a class's lcore whose rule no port
+    /// took has none): `--rx-rate` is split over them.
+    polling_rx_stages: usize,
     /// Each TX lcore's port queues (one per port).
     tx_queues: Vec<Option<Vec<TxQueue>>>,
     /// `--capture` taps per RX stage.
@@ -372,6 +375,7 @@ impl<'a> Wiring<'a> {
             worker_inputs: some(links.rx.inputs),
             worker_senders: some(links.tx.senders),
             tx_inputs: some(links.tx.inputs),
+            polling_rx_stages: queues.rx.iter().filter(|q| !q.is_empty()).count().max(1),
             rx_queues: some(queues.rx),
             tx_queues: some(queues.tx),
             taps,
@@ -419,10 +423,11 @@ impl<'a> Wiring<'a> {
         let burst = plan.burst as usize;
         let queues = self.rx_queues[stage].take().expect("rx queues");
         let nic_ring = self.res.rx_desc as usize * queues.len().max(1);
-        let n_stages = plan.rx_stages.len() as f64;
+        let n_stages = self.polling_rx_stages as f64;
         let rules = RxRules {
-            // Each RX lcore takes its share of the rate; what the NIC can
-            // hold for it is its queues' descriptors.
+            // Each RX lcore that polls a queue takes its share of the
+            // rate; what the NIC can hold for it is its queues'
+            // descriptors.
             rate: plan.stages.rx_rate_mpps.map(|mpps| {
                 rate::TokenBucket::new(mpps * 1e6 / n_stages, dpdk::tsc_hz(), nic_ring, burst)
             }),
