@@ -321,21 +321,6 @@ def run_line(row: Row, cn: str, r: dict, what: str) -> str:
             + (f"  ERROR {r['error']}" if "error" in r else ""))
 
 
-def rate_scale(row: Row, runs: list[dict]) -> float:
-    """What --rx-rate must be multiplied by for the RX lcores to take the
-    rate asked for. tqfwd splits --rx-rate evenly over the lcores with an
-    RX stage, and a class's first lcore has one (it polls the class's
-    rte_flow queue); where every port steers the class in software that
-    lcore receives nothing and its share is lost: scale by stages ÷ RX
-    lcores. With rte_flow queues every stage receives: 1."""
-    if not row.cls:
-        return 1.0
-    st = [r.get("class_steering") for r in runs if "error" not in r]
-    if st and all(x and all("software" in p for p in x) for x in st):
-        return len(set(row.rx) | {row.cls[0]}) / len(set(row.rx))
-    return 1.0
-
-
 def sweep(a, runner: Runner, rows: list[Row], contenders: list[str]) -> dict:
     """Throughput rounds over every row, then the loads. Returns
     {row name: {"tput": {cn: [runs]}, "loads": {frac: {cn: [runs]}}, "capacity": x}}."""
@@ -355,7 +340,6 @@ def sweep(a, runner: Runner, rows: list[Row], contenders: list[str]) -> dict:
             log(f"  {row.name}: a contender has no throughput figure: no latency runs")
             continue
         res[row.name]["capacity"] = min(meds)
-        res[row.name]["rx_rate_scale"] = rate_scale(row, [r for cn in contenders for r in res[row.name]["tput"][cn]])
     for frac in a.loads:
         for rnd in range(a.rounds):
             log(f"latency at {frac * 100:.0f} % of each row's capacity, round {rnd + 1}/{a.rounds}")
@@ -367,7 +351,7 @@ def sweep(a, runner: Runner, rows: list[Row], contenders: list[str]) -> dict:
                 per = res[row.name]["loads"].setdefault(str(frac), {cn: [] for cn in contenders})
                 order = contenders[rnd % len(contenders):] + contenders[:rnd % len(contenders)]
                 for cn in order:
-                    r = runner.run(row, cn, rx_rate=round(rate * res[row.name]["rx_rate_scale"], 3), offered=rate)
+                    r = runner.run(row, cn, rx_rate=round(rate, 3), offered=rate)
                     r["round"] = rnd + 1
                     per[cn].append(r)
                     log(run_line(row, cn, r, f"{frac * 100:.0f} %"))
@@ -377,7 +361,7 @@ def sweep(a, runner: Runner, rows: list[Row], contenders: list[str]) -> dict:
 def summarize(rows: list[Row], res: dict, contenders: list[str], loads) -> dict:
     out = {}
     for row in rows:
-        s: dict = {"capacity_mpps": res[row.name]["capacity"], "rx_rate_scale": res[row.name].get("rx_rate_scale"),
+        s: dict = {"capacity_mpps": res[row.name]["capacity"],
                    "contenders": {}}
         tq = res[row.name]["tput"].get("tq", [])
         for cn in contenders:
@@ -502,14 +486,6 @@ def report(meta: dict, run_rows: list[Row], skipped: list[Row], summ: dict, cont
     L.append("offered → fwd: the load offered (the rate `--rx-rate` lets the RX lcores take) and the forwarded "
              "Mpps (median); below the offered rate, the row did not keep up with that load in those runs. "
              "Drops: median share of received packets dropped.\n")
-    scaled = [(row.name, summ[row.name]["rx_rate_scale"]) for row in run_rows
-              if (summ[row.name].get("rx_rate_scale") or 1.0) != 1.0]
-    if scaled:
-        L.append("tqfwd splits `--rx-rate` evenly over the lcores with an RX stage, a class's first lcore "
-                 "included (it polls the class's rte_flow queue); where the class is steered in software that "
-                 "lcore receives nothing, so these rows were given the offered rate × "
-                 + ", ".join(f"{s:.2f} ({md_cell(n)})" for n, s in scaled)
-                 + " (stages ÷ RX lcores; the JSON keeps each run's `rx_rate`).\n")
     L.append("## Rows not run\n")
     if skipped:
         L.append(f"This list has {meta['n_lcores']} lcores.\n")
