@@ -127,6 +127,16 @@ fn run_layout(layout: &Layout, backend: &str, topology: &str, extra: &[&str]) ->
     let l = eal.iter().position(|a| a == "-l").expect("-l");
     eal[l] = "--lcores".into();
     eal[l + 1] = layout.lcores.into();
+    // `--depth` from `extra`, else 1024.
+    let depth = extra
+        .iter()
+        .position(|a| *a == "--depth")
+        .map_or("1024", |i| extra[i + 1]);
+    let extra: Vec<&str> = match extra.iter().position(|a| *a == "--depth") {
+        Some(i) => [&extra[..i], &extra[i + 2..]].concat(),
+        None => extra.to_vec(),
+    };
+    let extra = &extra[..];
     let mut app = vec![
         "--backend",
         backend,
@@ -139,7 +149,7 @@ fn run_layout(layout: &Layout, backend: &str, topology: &str, extra: &[&str]) ->
         "--tx-lcores",
         layout.tx,
         "--depth",
-        "1024",
+        depth,
         "--burst",
         "16",
         // Ends once the pcaps are drained; the duration is a backstop.
@@ -221,6 +231,15 @@ fn scatter_tq_drop_mode() {
         "sharded",
         &["--on-full", "drop", "--drop-after", "2000000"],
     );
+}
+
+/// A shallow queue (64 packets a producer, two units) is often full: the
+/// scatter gives packets back to the RX lcore's bucket for that worker,
+/// which hands them on before it scatters again (every frame once, in
+/// per-flow order, with `--on-full wait`).
+#[test]
+fn scatter_tq_shallow_queue() {
+    run_layout(&SCATTER, "tq", "sharded", &["--depth", "64"]);
 }
 
 #[test]

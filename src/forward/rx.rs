@@ -477,8 +477,16 @@ impl RxStage {
     fn poll_queue<const MODE: u8>(&mut self, i: usize, pass: &mut Pass) -> bool {
         let (port, class) = (self.queues[i].queue.port_id(), self.queues[i].class);
         // The buckets are handed on once per pass (one queue operation for
-        // all ports' packets), unless one could overflow first.
-        if self.buckets.iter().any(|b| b.room() < self.burst) && !self.flush() {
+        // all ports' packets), unless one could overflow first. Scattered
+        // in place, a bucket holds what a full worker queue gave back: it
+        // goes first (a scatter into a worker's run now would overtake
+        // it), and the scatter may give back up to a unit.
+        let waiting = if MODE == StageMode::Scatter as u8 {
+            self.buckets.iter().any(|b| !b.is_empty())
+        } else {
+            self.buckets.iter().any(|b| b.room() < self.burst)
+        };
+        if waiting && !self.flush() {
             return false;
         }
         // In place: received straight into the worker's queue. Its queue

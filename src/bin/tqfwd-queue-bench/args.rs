@@ -13,8 +13,7 @@
 use clap::Parser;
 
 use crate::contenders::Contender;
-use crate::fan::{FanContender, FanRow};
-use crate::fan_loops::{MAX_QUEUES, TABLE_ITEMS};
+use crate::fan_plan::{FanContender, FanPlan, FanRow, MAX_QUEUES, TABLE_ITEMS};
 use crate::runner::MAX_BURST;
 
 #[derive(Parser, Debug)]
@@ -125,20 +124,6 @@ pub(crate) struct Plan {
     pub(crate) bursts: Vec<usize>,
     pub(crate) depths: Vec<usize>,
     pub(crate) contenders: Vec<Contender>,
-}
-
-/// The scatter and drain rows' run parameters (`--scatter`).
-#[derive(Debug, Clone)]
-pub(crate) struct FanPlan {
-    pub(crate) rounds: u32,
-    pub(crate) duration_ms: u64,
-    pub(crate) rows: Vec<FanRow>,
-    /// Queue counts k.
-    pub(crate) queues: Vec<usize>,
-    pub(crate) bursts: Vec<usize>,
-    /// Depth of each of the k queues.
-    pub(crate) depths: Vec<usize>,
-    pub(crate) contenders: Vec<FanContender>,
 }
 
 /// What the options ask for.

@@ -1,5 +1,5 @@
-//! The scatter and drain rows (`--scatter`): their rows ([`FanRow`]) and
-//! contenders ([`FanContender`]), the queues built fresh for every run,
+//! The scatter and drain rows (`--scatter`): the queues built fresh for
+//! every run of each contender ([`FanContender`], `fan_plan.rs`),
 //! the rounds over the configurations ([`FanBench`]), each run's
 //! accounting check and the per-configuration figures over the rounds
 //! ([`FanSamples`]). The measured code is `fan_loops.rs`, the report
@@ -23,100 +23,11 @@ use std::time::Instant;
 use tqfwd::dpdk::Ring;
 use tqfwd::queue;
 
-use crate::args::FanPlan;
 use crate::fan_loops::{expected, item_table, run_fan, FanOut, FanParams, RoleOut};
+use crate::fan_plan::{FanContender, FanPlan, FanRow};
 use crate::results::median;
 use crate::rounds::round_done;
 use crate::runner::{Lab, TP_WINDOW_BURSTS};
-
-/// Scatter (one producer, k destinations) or drain (k queues, one
-/// consumer).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum FanRow {
-    Scatter,
-    Drain,
-}
-
-impl FanRow {
-    pub(crate) const ALL: [FanRow; 2] = [FanRow::Scatter, FanRow::Drain];
-
-    pub(crate) fn parse(s: &str) -> Option<FanRow> {
-        FanRow::ALL.into_iter().find(|r| r.key() == s.trim())
-    }
-
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            FanRow::Scatter => "scatter",
-            FanRow::Drain => "drain",
-        }
-    }
-}
-
-/// The queues and ways of moving items compared in the scatter and drain
-/// rows.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum FanContender {
-    /// TransferQueue (one single-producer queue per destination), lent
-    /// slots on both sides (`send_with` / `recv_with`).
-    TqInPlace,
-    /// TransferQueue, copies (`send_slice` / `recv_slice`).
-    TqCopy,
-    /// SP/SC `rte_ring` per destination, DPDK's zero-copy API on both
-    /// sides.
-    RingInPlace,
-    /// SP/SC `rte_ring` per destination, `rte_ring_enqueue_burst` /
-    /// `rte_ring_dequeue_burst`.
-    RingCopy,
-}
-
-impl FanContender {
-    pub(crate) const ALL: [FanContender; 4] = [
-        FanContender::TqInPlace,
-        FanContender::RingInPlace,
-        FanContender::TqCopy,
-        FanContender::RingCopy,
-    ];
-
-    pub(crate) fn parse(s: &str) -> Option<FanContender> {
-        FanContender::ALL.into_iter().find(|c| c.key() == s.trim())
-    }
-
-    pub(crate) fn key(self) -> &'static str {
-        match self {
-            FanContender::TqInPlace => "tq-in-place",
-            FanContender::TqCopy => "tq-copy",
-            FanContender::RingInPlace => "ring-in-place",
-            FanContender::RingCopy => "ring-copy",
-        }
-    }
-
-    pub(crate) fn name(self) -> &'static str {
-        match self {
-            FanContender::TqInPlace => "tq in place",
-            FanContender::TqCopy => "tq copy",
-            FanContender::RingInPlace => "ring in place",
-            FanContender::RingCopy => "ring copy",
-        }
-    }
-
-    pub(crate) fn in_place(self) -> bool {
-        matches!(self, FanContender::TqInPlace | FanContender::RingInPlace)
-    }
-
-    /// The rte_ring contender moving items the same way (itself for a
-    /// ring).
-    pub(crate) fn ring_twin(self) -> FanContender {
-        if self.in_place() {
-            FanContender::RingInPlace
-        } else {
-            FanContender::RingCopy
-        }
-    }
-
-    pub(crate) fn is_tq(self) -> bool {
-        matches!(self, FanContender::TqInPlace | FanContender::TqCopy)
-    }
-}
 
 /// Key of one configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

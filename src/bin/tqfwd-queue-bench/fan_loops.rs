@@ -54,15 +54,8 @@ use crossbeam_utils::CachePadded;
 use tqfwd::dpdk::{self, Eal};
 use tqfwd::queue::{BurstReceiver, BurstSender, RoundRobin, MAX_BURST};
 
-use crate::fan::FanRow;
+use crate::fan_plan::{FanRow, MAX_QUEUES, TABLE_ITEMS};
 use crate::runner::{barrier, involuntary_switches, Roles};
-
-/// Most queues a scatter or drain row has.
-pub(crate) const MAX_QUEUES: usize = 8;
-
-/// Values in the item table: a power of two, a multiple of every burst.
-pub(crate) const TABLE_ITEMS: usize = 4096;
-const _: () = assert!(TABLE_ITEMS.is_power_of_two() && TABLE_ITEMS >= MAX_BURST);
 
 /// The hash's multiplier (2^64 / golden ratio, odd).
 const HASH_MUL: u64 = 0x9E37_79B9_7F4A_7C15;

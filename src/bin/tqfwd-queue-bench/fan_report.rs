@@ -14,9 +14,10 @@ use std::collections::HashMap;
 use serde_json::{json, Value};
 use tqfwd::dpdk::{self, Lcore};
 
-use crate::args::{Args, FanPlan};
-use crate::fan::{FanBench, FanContender, FanKey, FanRow, FanSamples, NEAR_NS};
-use crate::fan_loops::TABLE_ITEMS;
+use crate::args::Args;
+use crate::fan::{FanBench, FanKey, FanSamples, NEAR_NS};
+use crate::fan_plan::{FanContender, FanPlan, FanRow, TABLE_ITEMS};
+
 use crate::report::{fmt1 as f1, fmt_ratio as f2, num, stats, write_json_file};
 use crate::results::median;
 

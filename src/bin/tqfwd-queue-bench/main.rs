@@ -79,7 +79,9 @@
 //! * `results.rs`: the per-configuration figures over the rounds;
 //! * `anchor.rs`: the `ring_perf_autotest` anchor;
 //! * `report.rs`: the markdown table, targets and JSON;
-//! * `fan.rs`: the scatter and drain rows' contenders, queues, rounds,
+//! * `fan_plan.rs`: the scatter and drain rows' rows, contenders, limits
+//!   and plan (a leaf: it uses no other module);
+//! * `fan.rs`: the scatter and drain rows' queues, rounds,
 //!   accounting check and figures;
 //! * `fan_loops.rs`: their measured loops and one run on the lcores;
 //! * `fan_report.rs`: their tables, targets and JSON.
@@ -94,6 +96,7 @@ mod args;
 mod contenders;
 mod fan;
 mod fan_loops;
+mod fan_plan;
 mod fan_report;
 mod report;
 mod results;
@@ -108,8 +111,9 @@ use clap::Parser;
 use tqfwd::dpdk::{self, Eal, Lcore, SocketMemory};
 
 use crate::anchor::load_anchor;
-use crate::args::{plans_from, Args, FanPlan, Plan, Plans};
+use crate::args::{plans_from, Args, Plan, Plans};
 use crate::fan::FanBench;
+use crate::fan_plan::FanPlan;
 use crate::fan_report::{fan_report, FanReport};
 use crate::report::{report, Report};
 use crate::rounds::Bench;
