@@ -140,6 +140,14 @@ impl PacketSender {
     pub fn outstanding(&self) -> usize {
         self.0.outstanding()
     }
+
+    /// Publishes the unit a scatter left open (`queue::Producer::send_coalesced`,
+    /// `scatter`); returns how many packets it held (0: none open, or a
+    /// queue that does not coalesce).
+    #[inline]
+    pub fn flush(&mut self) -> usize {
+        self.0.flush()
+    }
 }
 
 impl PacketReceiver {

@@ -6,7 +6,7 @@
 use super::capture::Taps;
 use super::lifecycle::PortGates;
 use super::rate::{FullPolicy, Hold, TokenBucket};
-use super::stages::{flush_buckets, reduce, Drops, StageCommon};
+use super::stages::{flush_buckets, reduce, Coalescing, Drops, StageCommon};
 use crate::config::class::{WorkerRange, MAX_CLASSES};
 use crate::config::{StageMode, MAX_PORTS};
 use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_RX};
@@ -56,6 +56,8 @@ pub struct RxStage {
     buckets: Vec<Burst<Packet>>,
     /// Scatter in place: the workers' open runs.
     runs: RunStore,
+    /// Scatter in place: when the workers' open units are published.
+    coalescing: Coalescing,
     /// Scatter in place: each received packet's worker, by index in the
     /// burst (a worker index fits a byte: `dpdk::MAX_DESTINATIONS`).
     dests: Box<[u8; MAX_BURST]>,
@@ -123,6 +125,7 @@ impl RxStage {
             queues,
             buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
             runs: RunStore::new(senders.len()),
+            coalescing: Coalescing::default(),
             dests: Box::new([0; MAX_BURST]),
             holds: vec![Hold::default(); senders.len()],
             senders,
@@ -143,9 +146,10 @@ impl RxStage {
     /// lcore's loop polls it with [`poll::<MODE>`](Self::poll), MODE the
     /// plan's: [`StageMode::InPlace`] (one worker queue, no classes)
     /// receives into the worker's queue, [`StageMode::Scatter`] scatters
-    /// each burst into the workers' lent slots, [`StageMode::Bursts`]
-    /// through the buckets. `--capture` taps read each burst where the
-    /// PMD put it, in every mode.
+    /// each burst into the workers' lent slots (their TransferQueues
+    /// coalescing: `stages::Coalescing`), [`StageMode::Bursts`] through
+    /// the buckets. `--capture` taps read each burst where the PMD put
+    /// it, in every mode.
     pub fn with_mode(self, mode: StageMode) -> Self {
         if mode != StageMode::Bursts {
             self.counters.in_place.fetch_or(IN_PLACE_RX, Relaxed);
@@ -415,9 +419,13 @@ impl RxStage {
         // Nothing is received while a bucket is held back: the excess
         // stays in the NIC's RX ring (both on-full modes; see `Hold`).
         if !self.flush() {
+            self.end_poll::<MODE>(true);
             return 0;
         }
         if stop {
+            for s in self.senders.iter_mut() {
+                s.flush();
+            }
             self.counters
                 .rx_stop_tsc
                 .store(dpdk::rdtsc(), std::sync::atomic::Ordering::Relaxed);
@@ -428,12 +436,14 @@ impl RxStage {
             total: 0,
             now: 0,
             allowance: usize::MAX,
+            drained: false,
         };
         // `--rx-rate`: what this pass may take in all.
         if let Some(rate) = self.rate.as_mut() {
             pass.now = dpdk::rdtsc_inline();
             pass.allowance = rate.allowance(pass.now);
             if pass.allowance == 0 {
+                self.end_poll::<MODE>(true);
                 return 0;
             }
         }
@@ -457,6 +467,7 @@ impl RxStage {
                 continue;
             }
             if !self.poll_queue::<MODE>(i, &mut pass) {
+                pass.drained = true;
                 break;
             }
         }
@@ -466,7 +477,18 @@ impl RxStage {
         // What does not fit stays in the buckets: the next poll tries again
         // before receiving more.
         self.flush();
+        self.end_poll::<MODE>(pass.drained || pass.total == 0);
         pass.total
+    }
+
+    /// Scatter in place: the end of a poll for the workers' open units
+    /// (`stages::Coalescing`); `drained`: the poll ran a queue dry or
+    /// stopped short. Nothing in the other modes.
+    #[inline(always)]
+    fn end_poll<const MODE: u8>(&mut self, drained: bool) {
+        if MODE == StageMode::Scatter as u8 {
+            self.coalescing.end_poll(&mut self.senders, drained);
+        }
     }
 
     /// Queue `i`'s turn in a pass: receives from it (in place, or into the
@@ -508,7 +530,12 @@ impl RxStage {
                 self.holds[0].took();
                 n
             }
-            None if MODE == StageMode::Scatter as u8 => self.receive_unit(i, pass.allowance),
+            None if MODE == StageMode::Scatter as u8 => {
+                let want = self.unit.min(pass.allowance);
+                let n = self.receive_unit(i, want);
+                pass.drained |= n < want;
+                n
+            }
             None => self.queues[i]
                 .queue
                 .rx_burst(&mut self.rx, self.burst.min(pass.allowance)),
@@ -545,11 +572,15 @@ impl RxStage {
 }
 
 /// One pass of [`RxStage::poll`] over the queues: packets received so far,
-/// the TSC read for it (0 until read), and what `--rx-rate` still allows.
+/// the TSC read for it (0 until read), what `--rx-rate` still allows, and
+/// whether a queue ran dry.
 struct Pass {
     total: usize,
     now: u64,
     allowance: usize,
+    /// A queue gave less than the pass asked of it, or the pass stopped
+    /// short (scatter in place: the open units are published).
+    drained: bool,
 }
 
 /// The frame's first bytes and its length, for a parser: the first

@@ -36,8 +36,10 @@
 //! queue, it works in the queues' own slots (`dpdk::packet_queue`): RX
 //! receives into the worker queue, the worker moves packets slot to slot
 //! into the TX queue, TX transmits from its queue's slots and leaves what
-//! a port refuses there. Elsewhere (several workers or TX lcores,
-//! `--class`) the stage uses its bursts, as with `--handoff copy`.
+//! a port refuses there. Where a stage's packets go to several queues
+//! (several workers or TX lcores, `--class`), it scatters them in place
+//! (`dpdk::packet_queue::scatter`), and its TransferQueues coalesce (see
+//! [`Coalescing`]).
 //!
 //! Round trip (`--handoff round-trip`, the default, where `Plan::round_trip`
 //! holds: tq, one worker, no `--class`, the RX lcores are the TX lcores):
@@ -74,6 +76,43 @@ pub(super) struct Drops<'a> {
     pub counters: &'a LcoreCounters,
     pub reason: DropReason,
     pub bucket_class: &'a [u8],
+}
+
+/// Polls a scattering stage may leave units open before it publishes
+/// them whatever their fill ([`Coalescing`]).
+pub const COALESCE_POLLS: u32 = 4;
+
+/// A scattering stage's coalescing: its TransferQueues keep a unit open
+/// across scatters (`dpdk::packet_queue::scatter`), so that a destination that
+/// gets a fraction of each burst still gets whole units (one unit's
+/// header, link and return per `--handoff-batch` packets, not per
+/// scatter), and the stage publishes what is open at the end of every
+/// poll that ran its input dry (a short receive, an empty input, a full
+/// destination, a stop: the light-load case, where nothing waits longer
+/// than without coalescing) and at least every [`COALESCE_POLLS`] polls
+/// (overload: a unit that is not full waits at most that long). The
+/// decision is one compare per poll, not per packet; an `rte_ring` has no
+/// units and publishes every run.
+#[derive(Default)]
+pub(super) struct Coalescing {
+    /// Polls since the open units were last published.
+    polls: u32,
+}
+
+impl Coalescing {
+    /// The end of a poll of a stage scattering through `senders`:
+    /// publishes their open units when `drained` (the poll ran
+    /// its input dry, or stopped short) or after [`COALESCE_POLLS`] polls.
+    #[inline]
+    pub(super) fn end_poll(&mut self, senders: &mut [PacketSender], drained: bool) {
+        self.polls += 1;
+        if drained || self.polls >= COALESCE_POLLS {
+            self.polls = 0;
+            for s in senders.iter_mut() {
+                s.flush();
+            }
+        }
+    }
 }
 
 /// Attempts at `rte_eth_tx_burst` for one batch before the rest is freed

@@ -6,7 +6,7 @@
 //! round-trip`), where that lcore transmits.
 
 use super::rate::{FullPolicy, Hold};
-use super::stages::{flush_buckets, receive, synthetic_work, Drops, StageCommon};
+use super::stages::{flush_buckets, receive, synthetic_work, Coalescing, Drops, StageCommon};
 use crate::config::class::MAX_CLASSES;
 use crate::config::StageMode;
 use crate::config::MAX_PORTS;
@@ -70,6 +70,8 @@ pub struct WorkerStage {
     /// `--debug-stall-worker`: sleep this long once, at the first packet.
     stall: Option<std::time::Duration>,
     counters: Arc<LcoreCounters>,
+    /// Scatter in place: when the TX lcores' open units are published.
+    coalescing: Coalescing,
     pub done: bool,
 }
 
@@ -100,6 +102,7 @@ impl WorkerStage {
             inputs,
             buckets: (0..senders.len()).map(|_| Burst::new()).collect(),
             runs: RunStore::new(senders.len()),
+            coalescing: Coalescing::default(),
             holds: vec![Hold::default(); senders.len()],
             senders,
             inbuf: Burst::new(),
@@ -122,8 +125,9 @@ impl WorkerStage {
     /// them back to their RX lcore (every input is a round-trip queue, no
     /// TX queues); [`StageMode::InPlace`] moves packets from the input
     /// queue's slots straight into the one TX lcore's queue;
-    /// [`StageMode::Scatter`] into each packet's TX lcore's lent slots;
-    /// all three take a batch per poll.
+    /// [`StageMode::Scatter`] into each packet's TX lcore's lent slots
+    /// (their TransferQueues coalescing: `stages::Coalescing`); all three
+    /// take a batch per poll.
     pub fn with_mode(mut self, mode: StageMode) -> Self {
         if mode != StageMode::Bursts {
             self.pass = self.unit;
@@ -316,6 +320,7 @@ impl WorkerStage {
     #[inline]
     fn poll_scatter(&mut self, upstream_done: bool) -> usize {
         if !self.flush() {
+            self.coalescing.end_poll(&mut self.senders, true);
             return 0;
         }
         self.stall_at_first_packet();
@@ -356,6 +361,9 @@ impl WorkerStage {
                 break;
             }
         }
+        // Short of a whole pass: the inputs ran dry or a TX queue is full.
+        self.coalescing
+            .end_poll(&mut self.senders, total < self.pass || upstream_done);
         let total = self.end_round(total, upstream_done, &class_counts, runts, lost);
         if total != 0 {
             self.flush();

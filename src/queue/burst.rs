@@ -87,6 +87,34 @@ pub trait BurstSender<T: Copy>: Send {
     fn outstanding(&self) -> usize {
         0
     }
+
+    /// In place and coalescing (a TransferQueue: `Producer::send_coalesced`):
+    /// as [`send_with`](Self::send_with) (`may_wait`) or
+    /// [`try_send_with`](Self::try_send_with) (not), but a unit that is not
+    /// full stays open for the next call to fill further, unpublished
+    /// until [`flush`](Self::flush). A queue without units (a ring)
+    /// publishes every run, as those do.
+    fn send_coalesced(
+        &mut self,
+        max: usize,
+        may_wait: bool,
+        fill: &mut dyn FnMut(&mut [T]) -> usize,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
+        if may_wait {
+            self.send_with(max, fill)
+        } else {
+            self.try_send_with(max, fill)
+        }
+    }
+
+    /// Coalescing: publishes the unit left open; returns how many items
+    /// (0: none, or a queue that does not coalesce).
+    fn flush(&mut self) -> usize {
+        0
+    }
 }
 
 /// Receiving side of a burst queue.
@@ -144,6 +172,24 @@ impl<T: Copy, S: BurstSender<T> + ?Sized> BurstSender<T> for Box<S> {
 
     fn outstanding(&self) -> usize {
         (**self).outstanding()
+    }
+
+    #[inline]
+    fn send_coalesced(
+        &mut self,
+        max: usize,
+        may_wait: bool,
+        fill: &mut dyn FnMut(&mut [T]) -> usize,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
+        (**self).send_coalesced(max, may_wait, fill)
+    }
+
+    #[inline]
+    fn flush(&mut self) -> usize {
+        (**self).flush()
     }
 }
 

@@ -335,8 +335,12 @@ fn sharded_two_producers() {
 /// PMD that takes part of a burst. Every item arrives once, in order per
 /// producer, with the values written into the slots (the slots' writes
 /// are published with the unit), and every unit comes back.
-fn in_place_model(producers: usize) {
+/// `coalesce`: each producer coalesces (`Producer::send_coalesced`), sends one
+/// item per `send_with` (a unit fills over two sends and is published by
+/// the second) and flushes the unit it leaves open at the end.
+fn in_place_model(producers: usize, coalesce: bool) {
     let items: u64 = if producers == 1 { 3 } else { 2 };
+    let run = if coalesce { 1 } else { 2 };
     model(move || {
         let (txs, mut rx) = channel::<u64>(producers, 2 * producers, 2, mem()).unwrap();
         let handles: Vec<_> = txs
@@ -346,18 +350,24 @@ fn in_place_model(producers: usize) {
                 thread::spawn(move || {
                     let mut next = 0u64;
                     while next < items {
-                        let sent = tx.send_with(2, |slots| {
+                        let fill = |slots: &mut [u64]| {
                             let k = slots.len().min((items - next) as usize);
                             for (i, s) in slots[..k].iter_mut().enumerate() {
                                 *s = ((p as u64) << 8) | (next + i as u64);
                             }
                             k
-                        });
+                        };
+                        let sent = if coalesce {
+                            tx.send_coalesced(run, fill)
+                        } else {
+                            tx.send_with(run, fill)
+                        };
                         match sent {
                             Some(n) => next += n as u64,
                             None => thread::yield_now(),
                         }
                     }
+                    tx.flush();
                     tx
                 })
             })
@@ -387,12 +397,22 @@ fn in_place_model(producers: usize) {
 
 #[test]
 fn in_place_one_producer() {
-    in_place_model(1);
+    in_place_model(1, false);
 }
 
 #[test]
 fn in_place_two_producers() {
-    in_place_model(2);
+    in_place_model(2, false);
+}
+
+#[test]
+fn coalescing_one_producer() {
+    in_place_model(1, true);
+}
+
+#[test]
+fn coalescing_two_producers() {
+    in_place_model(2, true);
 }
 
 /// Scatter in place (the forwarder's `PacketSender::scatter`): two

@@ -64,6 +64,11 @@ pub struct Producer<T> {
     items_back: u32,
     /// Units published so far (wrapping); also the next unit's `seq`.
     seq: u32,
+    /// Coalescing (`send_coalesced`): the unit being filled and not yet published (`NONE`:
+    /// none), already taken off the free units and counted in flight, ...
+    open: u32,
+    /// ... and how many of its slots hold items (at least one while open).
+    open_n: u32,
     id: u32,
     burst: usize,
     items_offset: usize,
@@ -83,6 +88,14 @@ impl<T> fmt::Debug for Producer<T> {
             .field("capacity", &self.budget)
             .field("units", &self.shared.geo.units)
             .finish_non_exhaustive()
+    }
+}
+
+/// Coalescing: the open unit is published (its items reach the consumer, or
+/// are dropped with the queue), not lost.
+impl<T> Drop for Producer<T> {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -131,6 +144,8 @@ impl<T: Send> Producer<T> {
     /// ```
     #[inline]
     pub fn send<I: Iterator<Item = T>>(&mut self, items: &mut I) -> usize {
+        // Coalescing: what the open unit holds was sent first, so it goes first.
+        self.flush();
         let burst = self.burst;
         let items_offset = self.items_offset;
         let mut taken = 0;
@@ -195,6 +210,8 @@ impl<T: Send> Producer<T> {
     where
         T: Copy,
     {
+        // Coalescing: what the open unit holds was sent first, so it goes first.
+        self.flush();
         let take = items.len().min(self.room(items.len()));
         if take == 0 {
             return 0; // nothing to send, or full
@@ -297,6 +314,111 @@ impl<T: Send> Producer<T> {
             // SAFETY: unit `idx` from `next_unit`, exclusively ours, its
             // first `n` slots written by `fill`.
             unsafe { self.publish(idx, unit, n) };
+        }
+        Some(n)
+    }
+
+    /// In place and coalescing: as [`send_with`](Self::send_with), but a
+    /// unit is published only once its slots are full; one that is not
+    /// stays open, unseen by the consumer, and the next `send_coalesced`
+    /// fills it further, until [`flush`](Self::flush) (or a `send`,
+    /// `send_slice`, or dropping the producer) publishes it. A stage that
+    /// scatters bursts over several queues sends each a fraction of a
+    /// burst: coalescing, each queue still gets whole units, so the
+    /// consumer follows one unit's header, link and return per `burst`
+    /// items instead of one per send. The caller bounds how long items
+    /// wait by flushing (the forwarder: when its input runs dry, and every
+    /// few polls). A run is never split over two units: an open unit with
+    /// fewer free slots than the run could take (at most `max`, `burst`
+    /// and the budget's room) is published as it is first, and the run
+    /// goes into a fresh one. A round-trip queue does not coalesce (its
+    /// take-back is proven for units published by every send): there it
+    /// is `send_with`.
+    ///
+    /// ```
+    /// use std::sync::Arc;
+    /// use tqfwd::queue::{self, GlobalMemory};
+    ///
+    /// let (mut txs, mut rx) = queue::channel::<u64>(1, 64, 8, Arc::new(GlobalMemory))?;
+    /// let tx = &mut txs[0];
+    /// assert_eq!(tx.send_coalesced(8, |s| { s[..3].copy_from_slice(&[1, 2, 3]); 3 }), Some(3));
+    /// assert_eq!(rx.recv_slice(&mut [0; 8]), 0); // the unit is open: nothing published yet
+    /// // A run of at most 5 fits the open unit's 5 free slots.
+    /// assert_eq!(tx.send_coalesced(5, |s| { s.copy_from_slice(&[4, 5, 6, 7, 8]); 5 }), Some(5));
+    /// let mut out = [0u64; 8];
+    /// assert_eq!(rx.recv_slice(&mut out), 8); // the unit filled up: published
+    /// assert_eq!(out, [1, 2, 3, 4, 5, 6, 7, 8]);
+    /// assert_eq!(tx.send_coalesced(8, |s| { s[0] = 9; 1 }), Some(1));
+    /// // A run of up to 8 would not fit the 7 slots left: the open unit
+    /// // goes out as it is, and the run gets a fresh one.
+    /// assert_eq!(tx.send_coalesced(8, |s| { s[0] = 10; 1 }), Some(1));
+    /// assert_eq!(rx.recv_slice(&mut out), 1);
+    /// assert_eq!(tx.flush(), 1);
+    /// assert_eq!(rx.recv_slice(&mut out), 1);
+    /// assert_eq!(out[0], 10);
+    /// # Ok::<(), tqfwd::queue::QueueError>(())
+    /// ```
+    #[inline]
+    pub fn send_coalesced(
+        &mut self,
+        max: usize,
+        fill: impl FnOnce(&mut [T]) -> usize,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
+        if self.shared.round_trip {
+            return self.send_with(max, fill);
+        }
+        self.send_open(max, fill)
+    }
+
+    /// Coalescing: lends the open unit's free slots (or a free unit's), at
+    /// most `max` and the budget's room, to `fill`, counts what it wrote
+    /// in flight, and publishes the unit once it is full.
+    #[inline]
+    fn send_open(&mut self, max: usize, fill: impl FnOnce(&mut [T]) -> usize) -> Option<usize>
+    where
+        T: Plain,
+    {
+        let limit = self.room(1).min(self.burst).min(max);
+        if limit == 0 {
+            return if max == 0 { Some(0) } else { None };
+        }
+        if self.open != NONE && self.burst - (self.open_n as usize) < limit {
+            self.flush();
+        }
+        let (idx, unit, from) = if self.open != NONE {
+            let unit = self.shared.unit(self.id as usize, self.open as usize);
+            (self.open, unit, self.open_n as usize)
+        } else {
+            let (idx, unit) = self.next_unit();
+            (idx, unit, 0)
+        };
+        // SAFETY: the unit is free or our open unit, exclusively ours
+        // until published; slots `from..from + limit` lie inside it
+        // (`from + limit <= burst`, above) and hold valid `T`s that are
+        // not live items (zeroed, or items that already left; `Plain`), so
+        // overwriting needs no drop.
+        let n = unsafe {
+            (*unit).track.write(|| {
+                let slots =
+                    std::slice::from_raw_parts_mut(slot::<T>(unit, self.items_offset, from), limit);
+                fill(slots).min(limit)
+            })
+        };
+        if n == 0 {
+            return Some(0);
+        }
+        if from == 0 {
+            // SAFETY: unit `idx` from `next_unit`, nothing taken since.
+            unsafe { self.claim(idx, unit) };
+            self.open = idx;
+        }
+        self.count_sent(n);
+        self.open_n = (from + n) as u32;
+        if from + n == self.burst {
+            self.flush();
         }
         Some(n)
     }
@@ -439,6 +561,8 @@ impl<T> Producer<T> {
             taken: 0,
             items_back: 0,
             seq: 0,
+            open: NONE,
+            open_n: 0,
             id,
             burst,
             items_offset: shared.geo.items_offset,
@@ -537,6 +661,24 @@ impl<T> Producer<T> {
     /// slots (`1 <= n <= burst`) hold initialised items.
     #[inline(always)]
     unsafe fn seal(&mut self, idx: u32, unit: *mut Unit, n: usize) {
+        // SAFETY: the caller's contract.
+        unsafe { self.claim(idx, unit) };
+        self.count_sent(n);
+        // SAFETY: exclusively owned unit (caller's contract); the caller's
+        // Release publish makes the count visible with the items.
+        unsafe { (*unit).track.write(|| (*unit).count = n as u32) };
+    }
+
+    /// Takes unit `idx` (from `next_unit`) off the free units, puts it in
+    /// flight as the newest unit (the FIFO the returns pop) and writes its
+    /// `seq`; its count is written when it is published.
+    ///
+    /// # Safety
+    /// `unit` is unit `idx` of this producer's arena, the one `next_unit`
+    /// returned (nothing taken since), exclusively owned; it gets at least
+    /// one item before it is published.
+    #[inline(always)]
+    unsafe fn claim(&mut self, idx: u32, unit: *mut Unit) {
         // Fresh units (`idx == warm`) are never on the free stack.
         if idx == self.free {
             self.free = self.book[idx as usize];
@@ -555,6 +697,15 @@ impl<T> Producer<T> {
         }
         self.newest = idx;
         self.book[idx as usize] = NONE;
+        self.seq = seq.wrapping_add(1);
+        // SAFETY: exclusively owned unit (caller's contract); published
+        // later by a Release store or CAS.
+        unsafe { (*unit).track.write(|| (*unit).seq = seq) };
+    }
+
+    /// `n` more items in flight and sent.
+    #[inline(always)]
+    fn count_sent(&mut self, n: usize) {
         self.in_flight += n;
         // For `Probe`: one plain store to a line only this producer writes
         // (kept from a local copy, so no load), before the Release publish
@@ -563,24 +714,49 @@ impl<T> Producer<T> {
         self.shared.pools[self.id as usize]
             .published
             .store(self.published, Ordering::Relaxed);
-        self.seq = seq.wrapping_add(1);
-        // SAFETY: exclusively owned unit (caller's contract); the caller's
-        // Release CAS in `push` publishes these writes with the items.
+    }
+
+    /// Coalescing ([`send_coalesced`](Self::send_coalesced)): publishes
+    /// the open unit, if any, as it is; returns how many items it held (0:
+    /// none was open).
+    #[inline]
+    pub fn flush(&mut self) -> usize {
+        if self.open == NONE {
+            return 0;
+        }
+        let (idx, n) = (self.open, self.open_n);
+        self.open = NONE;
+        self.open_n = 0;
+        let unit = self.shared.unit(self.id as usize, idx as usize);
+        // SAFETY: the open unit is claimed, exclusively ours and holds `n
+        // >= 1` items in its first slots; linking it publishes it.
         unsafe {
-            (*unit).track.write(|| {
-                (*unit).count = n as u32;
-                (*unit).seq = seq;
-            })
-        };
+            (*unit).track.write(|| (*unit).count = n);
+            self.link(unit);
+        }
+        n as usize
     }
 
     /// # Safety
     /// As [`Producer::seal`].
     #[inline]
     unsafe fn publish(&mut self, idx: u32, unit: *mut Unit, n: usize) {
-        // SAFETY: as `seal`'s contract (ours); `unit` alone is a chain.
+        // SAFETY: as `seal`'s contract (ours).
         unsafe {
             self.seal(idx, unit, n);
+            self.link(unit);
+        }
+    }
+
+    /// Publishes `unit` alone: linked after the unit published last (one
+    /// producer) or pushed on the list head.
+    ///
+    /// # Safety
+    /// `unit` is one of ours, claimed, its count and items written.
+    #[inline(always)]
+    unsafe fn link(&mut self, unit: *mut Unit) {
+        // SAFETY: the caller's contract; `unit` alone is a chain.
+        unsafe {
             if self.shared.single {
                 (*unit).next.store(ptr::null_mut(), Ordering::Relaxed);
                 self.append(unit, unit);
@@ -646,5 +822,23 @@ impl<T: Copy + Send> BurstSender<T> for Producer<T> {
         } else {
             0
         }
+    }
+
+    #[inline]
+    fn send_coalesced(
+        &mut self,
+        max: usize,
+        _may_wait: bool,
+        fill: &mut dyn FnMut(&mut [T]) -> usize,
+    ) -> Option<usize>
+    where
+        T: Plain,
+    {
+        Producer::send_coalesced(self, max, fill)
+    }
+
+    #[inline]
+    fn flush(&mut self) -> usize {
+        Producer::flush(self)
     }
 }

@@ -1424,3 +1424,89 @@ fn stress_round_trip_several_producers_tiny_depth() {
 fn stress_round_trip_sharded() {
     stress_round_trip(3, 64, 8, true);
 }
+
+/// Coalescing (`Producer::send_coalesced`) over a shared queue: two producers
+/// send runs of 1 to 7 items, interleaved, with flushes now and then,
+/// while the consumer reads between sends; every item arrives once and in
+/// order per producer, units are whole where runs fit, the budget holds
+/// (open units count), and every unit comes back.
+#[test]
+fn coalescing_keeps_order_budget_and_units() {
+    let (mut txs, mut rx) = channel::<u64>(2, 64, 8, mem()).unwrap();
+    let mut next = [0u64; 2];
+    let mut seen = [0u64; 2];
+    let mut sizes = Vec::new();
+    let rounds = if cfg!(miri) { 200 } else { 2000 };
+    for round in 0..rounds {
+        let p = (round % 2) as usize;
+        let run = 1 + (round * 5 % 7) as usize;
+        let sent = txs[p].send_coalesced(run, |slots| {
+            for s in slots.iter_mut() {
+                *s = ((p as u64) << 32) | next[p];
+                next[p] += 1;
+            }
+            slots.len()
+        });
+        if sent.is_some() {
+            assert!(
+                (next[p] - seen[p]) as usize <= txs[p].capacity(),
+                "budget exceeded"
+            );
+        }
+        if round % 13 == 0 {
+            txs[p].flush();
+        }
+        if round % 3 == 0 {
+            rx.recv_with(usize::MAX, &mut |items: &mut [u64]| {
+                sizes.push(items.len());
+                for &x in items.iter() {
+                    let q = (x >> 32) as usize;
+                    assert_eq!(x & 0xffff_ffff, seen[q], "producer {q} out of order");
+                    seen[q] += 1;
+                }
+                items.len()
+            });
+        }
+    }
+    for tx in txs.iter_mut() {
+        tx.flush();
+    }
+    for x in drain_all(&mut rx) {
+        let q = (x >> 32) as usize;
+        assert_eq!(x & 0xffff_ffff, seen[q], "producer {q} out of order");
+        seen[q] += 1;
+    }
+    assert_eq!(seen, next);
+    assert!(sizes.contains(&8), "no whole unit among {sizes:?}");
+    for tx in txs.iter_mut() {
+        assert_eq!(tx.send_slice(&[]), 0);
+        assert_eq!(tx.free_units(), tx.units());
+    }
+}
+
+/// Coalescing: a `send_slice` after a coalesced send publishes the open
+/// unit first (order kept), and dropping a producer publishes its open
+/// unit (nothing it sent is lost).
+#[test]
+fn coalescing_open_unit_goes_first_and_on_drop() {
+    let (mut txs, mut rx) = channel::<u64>(1, 64, 8, mem()).unwrap();
+    let mut tx = txs.pop().unwrap();
+    assert_eq!(
+        tx.send_coalesced(8, |s| {
+            s[..2].copy_from_slice(&[1, 2]);
+            2
+        }),
+        Some(2)
+    );
+    assert!(rx.is_empty());
+    assert_eq!(tx.send_slice(&[3, 4]), 2);
+    assert_eq!(
+        tx.send_coalesced(8, |s| {
+            s[0] = 5;
+            1
+        }),
+        Some(1)
+    );
+    drop(tx);
+    assert_eq!(drain_all(&mut rx), [1, 2, 3, 4, 5]);
+}

@@ -12,9 +12,12 @@
 //!   multiply-shift (no division), the same for every contender and every
 //!   k, k = 1 included. *In place* counts a burst's items per destination,
 //!   then opens one lent run per destination that has items
-//!   ([`BurstSender::send_with`], in ascending destination order, each
-//!   inside the previous one's fill) and writes each item straight into
-//!   its destination's run; *by copy* pushes each item into its
+//!   ([`BurstSender::send_coalesced`], in ascending destination order,
+//!   each inside the previous one's fill) and writes each item straight
+//!   into its destination's run; a TransferQueue keeps a unit that is not
+//!   full open, published when full, when a destination had no room, and
+//!   at least every [`COALESCE_POLLS`] bursts, as the forwarder's
+//!   scattering stages do; *by copy* pushes each item into its
 //!   destination's bucket, then sends each bucket with one
 //!   [`BurstSender::send_burst`]. Items that do not fit (a queue full, a
 //!   run shorter than its count) stay pending, in order, and go first in
@@ -52,6 +55,7 @@ use std::sync::Mutex;
 
 use crossbeam_utils::CachePadded;
 use tqfwd::dpdk::{self, Eal};
+use tqfwd::forward::stages::COALESCE_POLLS;
 use tqfwd::queue::{BurstReceiver, BurstSender, RoundRobin, MAX_BURST};
 
 use crate::fan_plan::{FanRow, MAX_QUEUES, TABLE_ITEMS};
@@ -301,7 +305,7 @@ fn open<S: BurstSender<u64>>(
     let d = base + i;
     let (first, rest) = senders[i..].split_at_mut(1);
     let mut lent = false;
-    first[0].send_with(want[d] as usize, &mut |slots: &mut [u64]| {
+    first[0].send_coalesced(want[d] as usize, true, &mut |slots: &mut [u64]| {
         lent = true;
         let mut run = Run {
             d,
@@ -465,6 +469,12 @@ fn produce_scatter<S: BurstSender<u64>, const IN_PLACE: bool>(
 ) -> (u64, u64) {
     let k = senders.len() as u32;
     let b = rp.burst;
+    // In place, the runs coalesce (`send_coalesced`) and the open units
+    // are published as the forwarder's scattering stages publish them
+    // (`forward::stages::Coalescing`): when a destination was full, and at
+    // least every `COALESCE_POLLS` bursts (this loop is always loaded, so
+    // never "drained" otherwise). A ring publishes every run.
+    let mut polls = 0;
     let mut batch = Batch::new();
     let mut buckets = Buckets::new();
     let mut pos = 0;
@@ -487,6 +497,15 @@ fn produce_scatter<S: BurstSender<u64>, const IN_PLACE: bool>(
         };
         sent += n as u64;
         let pending = if IN_PLACE { batch.len } else { buckets.pending };
+        if IN_PLACE {
+            polls += 1;
+            if pending != 0 || polls >= COALESCE_POLLS || now >= deadline {
+                polls = 0;
+                for s in senders.iter_mut() {
+                    s.flush();
+                }
+            }
+        }
         if pending == 0 {
             if now >= deadline {
                 clock.tick(n);

@@ -10,17 +10,26 @@
 //! The stage first counts how many packets each destination gets
 //! ([`RunStore::want`]); [`PacketSender::scatter`] then asks each queue
 //! with a count for a run of at most that many slots, in ascending
-//! destination order, each inside the previous one's `send_with` (the runs
+//! destination order, each inside the previous one's fill (the runs
 //! stay lent until the writing is done), and publishes in each what was
-//! written. Only the first queue is opened with `send_with`, which may
-//! wait for another producer (a serialized `rte_ring` whose previous
-//! reservation is unfinished); every later one with `try_send_with`,
-//! which never waits. So a stage never waits while it holds a
+//! written (or, coalescing, keeps it open: below). Only the first queue
+//! is opened in a way that may wait for another producer (a serialized
+//! `rte_ring` whose previous reservation is unfinished: `send_with`);
+//! every later one as `try_send_with`, which never waits. So a stage never waits while it holds a
 //! reservation: stages scattering into shared rings cannot wait on each
 //! other in a cycle (no deadlock), and one preempted while holding runs
 //! (lcores sharing a CPU) holds up only producers that hold nothing,
 //! on the rings it holds, as a preempted `rte_ring` producer always
 //! does. A TransferQueue producer fills its own units and never waits.
+//!
+//! ## Coalescing
+//!
+//! A destination gets a fraction of each burst, so the runs are opened
+//! with `send_coalesced`: a TransferQueue keeps a unit that is not full
+//! open for the next scatter to fill further, and publishes it once full;
+//! the stage publishes what is left open ([`PacketSender::flush`]) when
+//! it runs dry and every few polls (`forward::stages::Coalescing`). An
+//! `rte_ring` publishes every run.
 //!
 //! ## What does not fit
 //!
@@ -186,12 +195,9 @@ fn open(
         runs[d].cap = 0;
         written
     };
-    let wanted = want[d] as usize;
-    let opened = if holding {
-        sender.0.try_send_with(wanted, &mut fill)
-    } else {
-        sender.0.send_with(wanted, &mut fill)
-    };
+    let opened = sender
+        .0
+        .send_coalesced(want[d] as usize, !holding, &mut fill);
     if opened.is_none() {
         open(rest, d + 1, want, runs, holding, write);
     }
