@@ -178,6 +178,10 @@ const PRESENT: &[(&str, &[(&str, &str)])] = &[
         &[("port", "1"), ("name", "net_null1")],
     ),
     (
+        "tqfwd_port_link_up",
+        &[("port", "0"), ("name", "net_null0")],
+    ),
+    (
         "tqfwd_lcore_idle_cycles_total",
         &[("lcore", "1"), ("role", "rx+worker")],
     ),
@@ -237,6 +241,19 @@ fn metrics_are_scraped_live_and_grow() {
     for s in [&first, &second] {
         for (metric, labels) in PRESENT {
             must(s, metric, labels);
+        }
+        // net_null's link is always up.
+        for port in [("0", "net_null0"), ("1", "net_null1")] {
+            assert_eq!(
+                must(
+                    s,
+                    "tqfwd_port_link_up",
+                    &[("port", port.0), ("name", port.1)]
+                ),
+                1.0,
+                "port {} link gauge",
+                port.0
+            );
         }
         for reason in ["runt", "rx_handoff_full", "worker_handoff_full", "tx_full"] {
             must(s, "tqfwd_drops_total", &[("reason", reason)]);

@@ -326,6 +326,18 @@ fn port_metrics(e: &mut DescriptorEncoder, live: &Live, t: &Totals) -> fmt::Resu
         "packets tqfwd transmitted on the port",
         per_port(&|p| t.tx_port[p as usize]),
     )?;
+    family(
+        e,
+        "tqfwd_port_link_up",
+        "1 while the port's link is up, 0 while it is down or unknown (rte_eth_link_get_nowait)",
+        live.ports
+            .iter()
+            .map(|(id, name, _)| {
+                let up = Port::by_id(*id).and_then(Port::link).is_some_and(|l| l.up);
+                (labels(*id, name), gauge(u64::from(up)))
+            })
+            .collect(),
+    )?;
     let hw: Vec<_> = live
         .ports
         .iter()
