@@ -6,9 +6,10 @@
 # ports on one lcore, and inside the booted container starts the unit,
 # reads `systemctl status` (the STATUS= line), the confinement the running
 # process got (capabilities, seccomp, read-only mounts), a scrape of
-# --metrics, asks for a reload (refused: there is no ExecReload), stops
-# it and reads the summary in the journal. Fails (exit 1) when one of
-# those is not as it should be.
+# --metrics, changes the rate in the file and reloads (applied while the
+# unit stays active), then changes the lcore list and reloads (refused,
+# the run goes on), stops it and reads the summary in the journal. Fails
+# (exit 1) when one of those is not as it should be.
 #
 # Not part of scripts/test.sh: the first run builds the Debian tree with
 # debootstrap (a few minutes of downloads, ~250 MB, kept in
@@ -121,8 +122,16 @@ exec 3<>"/dev/tcp/127.0.0.1/@PORT@"
 printf 'GET /metrics HTTP/1.0\r\n\r\n' >&3
 grep -E '^tqfwd_(up|forwarding|rx_packets_total|tx_packets_total) ' <&3
 exec 3<&-
-step systemctl reload tqfwd
+step "systemctl reload tqfwd (rx-rate = 2 in the file)"
+sed -i 's/^rx-rate = 1$/rx-rate = 2/' /etc/tqfwd/tqfwd.toml
 systemctl reload tqfwd; echo "exit $?"
+sleep 1.5
+echo "active: $(systemctl is-active tqfwd)"
+SYSTEMD_COLORS=0 systemctl status tqfwd --no-pager -l -n 0 | grep -E 'Status:'
+step "systemctl reload tqfwd (a changed lcore list)"
+sed -i 's/"-l", "0"/"-l", "0-1"/' /etc/tqfwd/tqfwd.toml
+systemctl reload tqfwd; echo "exit $?"
+sleep 0.5
 echo "active: $(systemctl is-active tqfwd)"
 step systemctl kill -s SIGUSR1 tqfwd
 systemctl kill -s SIGUSR1 tqfwd; sleep 0.5
@@ -191,12 +200,17 @@ check '^/run/dpdk: .*dpdk_telemetry.v2' "EAL's runtime directory is not /run/dpd
 check 'Overall exposure level for tqfwd.service: [0-4]\.[0-9]|Overall exposure level for tqfwd.service: 5\.0' \
     "systemd-analyze security rates the running unit above 5.0"
 check '^tqfwd_up 1$' "no scrape of --metrics through IPAddressAllow=localhost"
-check 'reload.*(not applicable|not supported)|Job type reload' "systemctl reload was not refused"
-check '^active: active$' "the refused reload stopped the unit"
+[ "$(sed -n '/^# systemctl reload tqfwd (rx-rate = 2 in the file)$/{n;p}' <<<"$proof")" = "exit 0" ] ||
+    fail "systemctl reload tqfwd failed"
+check 'reload /etc/tqfwd/tqfwd.toml: applied rx-rate' "the reload did not apply the new rate"
+check 'Status: "rx (1\.9[5-9]|2\.0[0-4])[0-9]* Mpps' "the reloaded rate (2 Mpps) does not show in the STATUS= line"
+check "reload /etc/tqfwd/tqfwd.toml refused, nothing changed: 'eal' cannot change" \
+    "the reload of a changed lcore list was not refused"
+[ "$(grep -c '^active: active$' <<<"$proof")" = 2 ] || fail "a reload stopped the unit"
 check 'SIGUSR1: totals at' "SIGUSR1 did not log the totals"
 check '^Result=success$' "the unit did not stop cleanly"
 check '^ExecMainStatus=0$' "tqfwd did not exit 0"
 check 'conservation.*OK' "no summary with conservation OK in the journal"
 check '"conservation_ok": *true' "stats-json says conservation failed"
 check '^# done$' "the proof did not finish"
-echo "test-systemd: the unit started, reported its status, refused a reload, stopped cleanly under systemd $(systemd-nspawn --version | head -n 1 | cut -d' ' -f2)"
+echo "test-systemd: the unit started, reported its status, applied a reload and refused one, stopped cleanly under systemd $(systemd-nspawn --version | head -n 1 | cut -d' ' -f2)"

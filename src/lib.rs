@@ -42,8 +42,9 @@ pub mod error;
 #[forbid(unsafe_code)]
 pub mod forward;
 #[forbid(unsafe_code)]
-pub mod report;
+pub mod reload;
 #[forbid(unsafe_code)]
+pub mod report;
 pub mod run;
 #[forbid(unsafe_code)]
 pub mod setup;

@@ -141,18 +141,22 @@ fn main() -> ExitCode {
     tqfwd::report::logging::init();
     let argv: Vec<String> = std::env::args().collect();
     let split = split_args(&argv);
-    let (mut opts, eal_args) = match parse_invocation(&split.app) {
+    let (mut opts, eal_args, invocation) = match parse_invocation(&split.app) {
         // The config file's EAL arguments go before the command line's.
         Ok(inv) => {
             let mut eal = split.eal[..1].to_vec();
-            eal.extend(inv.file_eal);
+            eal.extend(inv.file_eal.iter().cloned());
             eal.extend(split.eal[1..].iter().cloned());
-            (inv.options, eal)
+            (inv.options.clone(), eal, inv)
         }
         Err(ParseOutcome::Help(text)) => return print_text(&text),
         Err(ParseOutcome::Usage(e)) => return usage_error(e),
     };
     opts.devices = cli::requested_devices(&eal_args);
+    if let Some(level) = opts.log_level.as_deref() {
+        // Checked by the option's parser: a known level.
+        let _ = tqfwd::report::logging::set_level_from(level, "--log-level");
+    }
     let Outputs {
         mut stats_json,
         metrics,
@@ -193,7 +197,11 @@ fn main() -> ExitCode {
         dpdk::tsc_hz()
     );
 
-    let result = tqfwd::run::run(&eal, &opts, metrics, captures);
+    let source = tqfwd::reload::ReloadSource {
+        app_args: split.app.clone(),
+        invocation,
+    };
+    let result = tqfwd::run::run(&eal, &opts, metrics, captures, source);
     if let Err(e) = eal.cleanup() {
         log::warn!("{e}");
     }

@@ -11,6 +11,7 @@ use crate::dpdk;
 use crate::dpdk::Eal;
 use crate::error::RunError;
 use crate::forward::{self, Forwarding};
+use crate::reload::{ReloadSource, Reloader};
 use crate::report::capture::{
     place_writer, writer_thread, Capture, CaptureFile, CaptureReport, WallClock,
 };
@@ -20,13 +21,15 @@ use crate::setup::{self, Resources};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Sets up everything, forwards until quit, shuts down, and reports;
-/// serves `metrics` (`--metrics`, bound before EAL) while forwarding and
-/// writes `captures` (the `--capture` files, opened before EAL).
+/// serves `metrics` (`--metrics`, bound before EAL) while forwarding,
+/// writes `captures` (the `--capture` files, opened before EAL) and
+/// reloads the `--config` file of `source` on SIGHUP.
 pub fn run(
     eal: &Eal,
     opts: &Options,
     metrics: Option<MetricsListener>,
     captures: Vec<CaptureFile>,
+    source: ReloadSource,
 ) -> Result<Report, RunError> {
     let (machine, ports, infos) = setup::machine(eal)?;
     let plan = Plan::new(opts, &machine)?;
@@ -82,7 +85,13 @@ pub fn run(
         .map(|m| m.serve(live.clone(), forwarding.metrics_sources()))
         .transpose()
         .map_err(RunError::MetricsThread)?;
-    let (finished, captured) = forward_and_watch(eal, &plan, &res, &live, forwarding, writers);
+    let reloader = Reloader::new(
+        source,
+        forwarding.settings(),
+        res.macs[..plan.n_ports].to_vec(),
+    );
+    let (finished, captured) =
+        forward_and_watch(eal, &plan, &res, &live, forwarding, writers, reloader);
     // Scrapes end before the ports are closed (they read PMD counters),
     // and the server's queue probes go before the teardown and EAL's
     // cleanup (the last handle of a hand-off queue frees its memory).
@@ -105,9 +114,10 @@ pub fn run(
 
 /// Forwards (`Forwarding::run`, on every lcore) with the threads that
 /// report beside it: the stats thread (stats lines, `--duration`,
-/// systemd status) and the `--capture` writer, which ends after the
-/// lcores, once it has drained every ring. Returns what forwarding left
-/// and the captures' reports with the bytes left unread.
+/// systemd status), the reload thread (SIGHUP) and the `--capture`
+/// writer, which ends after the lcores, once it has drained every ring.
+/// Returns what forwarding left and the captures' reports with the bytes
+/// left unread.
 fn forward_and_watch(
     eal: &Eal,
     plan: &Plan,
@@ -115,6 +125,7 @@ fn forward_and_watch(
     live: &telemetry::Live,
     forwarding: Forwarding,
     writers: Vec<Capture>,
+    mut reloader: Reloader,
 ) -> (
     Result<forward::Finished, RunError>,
     (Vec<CaptureReport>, u64),
@@ -136,6 +147,12 @@ fn forward_and_watch(
             });
         if let Err(e) = &reporter {
             log::warn!("no stats thread ({e}): stats lines and --duration are off");
+        }
+        let reloads = std::thread::Builder::new()
+            .name("tqfwd-reload".into())
+            .spawn_scoped(scope, || reloader.serve(&finished, live));
+        if let Err(e) = &reloads {
+            log::warn!("no reload thread ({e}): SIGHUP reloads nothing");
         }
         // The writer runs where no lcore does, else at the lowest
         // priority: it falls behind (and drops its copies) before an

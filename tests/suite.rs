@@ -27,6 +27,7 @@ mod overload;
 mod peers;
 mod prometheus;
 mod queue_api;
+mod reload;
 mod signals;
 mod systemd;
 mod telemetry;

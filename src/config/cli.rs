@@ -204,13 +204,17 @@ pub struct Options {
     #[arg(long)]
     pub no_mac_rewrite: bool,
 
-    /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM/SIGHUP/SIGQUIT (SIGUSR1 logs the totals)
+    /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM/SIGQUIT (SIGUSR1 logs the totals; SIGHUP reloads the --config file)
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
 
     /// Print one stats line every SECS seconds (0 = off)
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 1.0, value_parser = parse_seconds_or_zero)]
     pub stats_interval: f64,
+
+    /// tqfwd's own log level: off, error, warn, info, debug, trace (default: RUST_LOG's filter, else info); DPDK's log is EAL's --log-level
+    #[arg(long, value_name = "LEVEL", value_parser = ["off", "error", "warn", "info", "debug", "trace"])]
+    pub log_level: Option<String>,
 
     /// Write the final statistics as JSON to PATH
     #[arg(long, value_name = "PATH")]
@@ -261,7 +265,7 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
     pub link_timeout: f64,
 
-    /// Read options from a TOML file (keys = the long option names, e.g. burst = 64; EAL arguments in eal = [...], before any given on the command line); an option given on the command line replaces the file's value, a repeatable one the file's whole list
+    /// Read options from a TOML file (keys = the long option names, e.g. burst = 64; EAL arguments in eal = [...], before any given on the command line); an option given on the command line replaces the file's value, a repeatable one the file's whole list. SIGHUP reads the file again and applies log-level, peer-mac, no-mac-rewrite, rx-rate, on-full, drop-after and stats-interval while forwarding; a change to any other key refuses the whole reload
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 

@@ -63,6 +63,63 @@ pub struct Invocation {
     pub options: Options,
     /// The file's `eal` arguments; they go before the command line's.
     pub file_eal: Vec<String>,
+    /// The application arguments the options were parsed from: the
+    /// file's keys as arguments, then the command line's.
+    pub args: Vec<String>,
+}
+
+/// The keys (long option names) a reload applies while forwarding
+/// (`reload.rs`): each is handed to the stages between bursts or read by
+/// the thread that uses it. Any other key that changed refuses the whole
+/// reload.
+pub const LIVE_KEYS: &[&str] = &[
+    "log-level",
+    "peer-mac",
+    "no-mac-rewrite",
+    "rx-rate",
+    "on-full",
+    "drop-after",
+    "stats-interval",
+];
+
+/// The keys whose values differ between two invocations of one command
+/// line (the `--config` file read again), by long option name, in the
+/// options' order; `eal` when the file's EAL arguments differ. Values are
+/// compared as given (`--rx-rate 1` and `--rx-rate 1.0` differ).
+///
+/// ```
+/// use tqfwd::config::invocation::{changed_keys, parse_invocation};
+/// let args = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+/// let old = parse_invocation(&args(&["tqfwd", "--burst", "32"])).unwrap();
+/// let new = parse_invocation(&args(&["tqfwd", "--burst", "64", "--no-mac-rewrite"])).unwrap();
+/// assert_eq!(changed_keys(&old, &new), ["burst", "no-mac-rewrite"]);
+/// assert!(changed_keys(&old, &old).is_empty());
+/// ```
+pub fn changed_keys(old: &Invocation, new: &Invocation) -> Vec<String> {
+    let (Ok(a), Ok(b)) = (matches(&old.args), matches(&new.args)) else {
+        // Both parsed once already; unreachable, and then nothing is
+        // known to be the same.
+        return vec!["(all)".into()];
+    };
+    let mut changed: Vec<String> = Options::command()
+        .get_arguments()
+        .filter(|arg| !arg.is_positional())
+        .filter_map(|arg| {
+            let id = arg.get_id().as_str();
+            let raw = |m: &clap::ArgMatches| -> Vec<std::ffi::OsString> {
+                m.try_get_raw(id)
+                    .ok()
+                    .flatten()
+                    .map(|v| v.map(|x| x.to_os_string()).collect())
+                    .unwrap_or_default()
+            };
+            (raw(&a) != raw(&b)).then(|| arg.get_long().unwrap_or(id).to_string())
+        })
+        .collect();
+    if old.file_eal != new.file_eal {
+        changed.push("eal".into());
+    }
+    changed
 }
 
 /// Parses the application options and merges the `--config` file into
@@ -96,6 +153,7 @@ pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome>
         return Ok(Invocation {
             options: cli,
             file_eal: Vec::new(),
+            args: app_args.to_vec(),
         });
     };
     let file = ConfigFile::load(path)?;
@@ -109,6 +167,7 @@ pub fn parse_invocation(app_args: &[String]) -> Result<Invocation, ParseOutcome>
     Ok(Invocation {
         options,
         file_eal: file.eal,
+        args: merged,
     })
 }
 
@@ -134,6 +193,38 @@ mod tests {
             Err(ParseOutcome::Usage(e)) => e.to_string(),
             other => panic!("{args:?}: not a usage error: {other:?}"),
         }
+    }
+
+    /// A reload's diff: the file's keys changed and unchanged, the
+    /// command line still replacing the file's value, the file's EAL
+    /// arguments; and every live key is an option.
+    #[test]
+    fn changed_keys_of_a_file_read_again() {
+        let dir = std::env::temp_dir().join(format!("tqfwd-cfg-diff-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join("c.toml");
+        let p = path.to_string_lossy().to_string();
+        let args = s(&["tqfwd", "--config", &p, "--burst", "8"]);
+        std::fs::write(&path, "eal = [\"--no-pci\"]\nrx-rate = 1\nburst = 64\n").unwrap();
+        let old = parse_invocation(&args).unwrap();
+        // burst is the command line's either way; rx-rate and eal change.
+        std::fs::write(
+            &path,
+            "eal = [\"--no-pci\", \"-l\", \"0\"]\nrx-rate = 2\nburst = 32\npeer-mac = [\"1=02:00:00:00:00:09\"]\n",
+        )
+        .unwrap();
+        let new = parse_invocation(&args).unwrap();
+        assert_eq!(new.options.burst, 8);
+        assert_eq!(changed_keys(&old, &new), s(&["rx-rate", "peer-mac", "eal"]));
+        assert!(changed_keys(&new, &new).is_empty());
+        let longs: Vec<String> = Options::command()
+            .get_arguments()
+            .filter_map(|a| a.get_long().map(str::to_string))
+            .collect();
+        for k in LIVE_KEYS {
+            assert!(longs.iter().any(|l| l == k), "live key {k} is no option");
+        }
+        let _ = std::fs::remove_dir_all(&dir);
     }
 
     #[test]

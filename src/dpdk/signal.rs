@@ -1,10 +1,13 @@
 //! Signals → process-wide flags (l2fwd's `force_quit`). The handlers only
 //! store to atomics: async-signal-safe.
 //!
-//! - SIGINT, SIGTERM, SIGHUP, SIGQUIT: stop cleanly (drain, summary,
+//! - SIGINT, SIGTERM, SIGQUIT: stop cleanly (drain, summary,
 //!   `--stats-json`). Each one is counted: a second stop signal makes the
 //!   waits of the exit path (a stalled port's drain, the JSON write) give
 //!   up at once instead of after their bound.
+//! - SIGHUP: asks for a reload of the `--config` file (`reload.rs`,
+//!   `systemctl reload`); the run goes on. A terminal hangup therefore no
+//!   longer stops tqfwd.
 //! - SIGUSR1: asks for one log line with the current totals; the run goes on.
 //! - SIGPIPE: ignored (a closed stdout is an error of the write, handled
 //!   where it happens).
@@ -15,9 +18,10 @@ static FORCE_QUIT: AtomicBool = AtomicBool::new(false);
 static LAST_SIGNAL: AtomicI32 = AtomicI32::new(0);
 static STOP_SIGNALS: AtomicU32 = AtomicU32::new(0);
 static TOTALS_REQUESTED: AtomicBool = AtomicBool::new(false);
+static RELOAD_REQUESTED: AtomicBool = AtomicBool::new(false);
 
 /// The signals that stop the run.
-pub const STOP: [libc::c_int; 4] = [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT];
+pub const STOP: [libc::c_int; 3] = [libc::SIGINT, libc::SIGTERM, libc::SIGQUIT];
 
 extern "C" fn on_stop(sig: libc::c_int) {
     let _ = LAST_SIGNAL.compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed);
@@ -27,6 +31,10 @@ extern "C" fn on_stop(sig: libc::c_int) {
 
 extern "C" fn on_usr1(_sig: libc::c_int) {
     TOTALS_REQUESTED.store(true, Ordering::Release);
+}
+
+extern "C" fn on_hup(_sig: libc::c_int) {
+    RELOAD_REQUESTED.store(true, Ordering::Release);
 }
 
 fn install(sig: libc::c_int, handler: libc::sighandler_t) -> std::io::Result<()> {
@@ -45,12 +53,13 @@ fn install(sig: libc::c_int, handler: libc::sighandler_t) -> std::io::Result<()>
     Ok(())
 }
 
-/// Installs the handlers: stop signals, SIGUSR1, SIGPIPE ignored.
+/// Installs the handlers: stop signals, SIGUSR1, SIGHUP, SIGPIPE ignored.
 pub fn install_quit_handler() -> std::io::Result<()> {
     for sig in STOP {
         install(sig, on_stop as *const () as usize)?;
     }
     install(libc::SIGUSR1, on_usr1 as *const () as usize)?;
+    install(libc::SIGHUP, on_hup as *const () as usize)?;
     install(libc::SIGPIPE, libc::SIG_IGN)
 }
 
@@ -82,4 +91,10 @@ pub fn stop_signals() -> u32 {
 /// True once per SIGUSR1 (clears the request).
 pub fn take_totals_request() -> bool {
     TOTALS_REQUESTED.swap(false, Ordering::AcqRel)
+}
+
+/// True once per SIGHUP (clears the request): several hangups before it
+/// is taken ask for one reload.
+pub fn take_reload_request() -> bool {
+    RELOAD_REQUESTED.swap(false, Ordering::AcqRel)
 }

@@ -18,6 +18,7 @@ pub mod control;
 pub mod lifecycle;
 pub mod rate;
 pub mod rx;
+pub mod settings;
 pub mod stages;
 pub mod trip;
 pub mod tx;
@@ -34,9 +35,9 @@ use crate::error::RunError;
 use crate::setup::handoff::{Links, Probed};
 use crate::setup::ports::{LcoreQueues, PolledQueue};
 use crate::setup::Resources;
-use crate::wire;
 use lifecycle::{PortGates, PortMonitor};
 use rx::{RxPorts, RxRules, RxStage};
+use settings::{Settings, SettingsCell};
 use stages::StageCommon;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -61,6 +62,29 @@ pub struct LcoreWork {
     /// The loop for the stages' modes, chosen when the lcore is wired
     /// ([`lcore_loop`]).
     run: LcoreLoop,
+    /// The run's live settings (a reload replaces them), and the epoch
+    /// of those the stages have.
+    settings: Arc<SettingsCell>,
+    seen: u64,
+}
+
+impl LcoreWork {
+    /// Hands the current live settings to the lcore's stages and notes
+    /// their epoch. Called between polls, off the hot path.
+    #[cold]
+    fn apply_settings(&mut self) {
+        let (epoch, s) = self.settings.current();
+        if let Some(rx) = self.rx.as_mut() {
+            rx.set_live(&s);
+        }
+        if let Some(w) = self.worker.as_mut() {
+            w.set_live(&s);
+        }
+        if let Some(t) = self.tx.as_mut() {
+            t.set_live(&s);
+        }
+        self.seen = epoch;
+    }
 }
 
 /// One `--capture`'s writer end: the port, its rings' receiving end and
@@ -83,6 +107,8 @@ pub struct Forwarding {
     captures: Vec<CaptureEnd>,
     /// What `/metrics` reads besides the counters.
     sources: Sources,
+    /// What a reload changes while forwarding.
+    settings: Arc<SettingsCell>,
 }
 
 /// What forwarding leaves for the report and the teardown.
@@ -127,7 +153,8 @@ impl Forwarding {
             .collect();
         let (captures, taps) = captures(plan, res, captured)?;
         let probes = handoff_queues(plan, &links);
-        let mut wiring = Wiring::new(plan, res, links, queues, gates.clone(), taps);
+        let settings = SettingsCell::new(Settings::new(&plan.stages, &res.macs[..plan.n_ports]));
+        let mut wiring = Wiring::new(plan, res, links, queues, gates.clone(), taps, &settings);
         let work = counters
             .iter()
             .map(|(l, c)| (*l, Mutex::new(Some(wiring.lcore(*l, c)))))
@@ -153,7 +180,14 @@ impl Forwarding {
             },
             captures,
             sources,
+            settings,
         })
+    }
+
+    /// Where a reload publishes the settings it changes
+    /// ([`settings`]).
+    pub fn settings(&self) -> Arc<SettingsCell> {
+        self.settings.clone()
     }
 
     /// What `/metrics` reads besides the live counters: the latency
@@ -185,6 +219,7 @@ impl Forwarding {
             phase,
             captures: _,
             sources: _,
+            settings: _,
         } = self;
         let finished = AtomicBool::new(false);
         let histograms: Mutex<Vec<Box<Histogram>>> = Mutex::new(Vec::new());
@@ -333,6 +368,8 @@ struct Wiring<'a> {
     latency_slots: Vec<Arc<HistogramSlot>>,
     /// Each role's hand-off mode, as the plan settles it.
     modes: StageModes,
+    /// The live settings the stages start with.
+    settings: Arc<SettingsCell>,
 }
 
 impl<'a> Wiring<'a> {
@@ -343,34 +380,23 @@ impl<'a> Wiring<'a> {
         queues: LcoreQueues,
         gates: Arc<PortGates>,
         taps: Vec<Vec<capture::Tap>>,
+        settings: &Arc<SettingsCell>,
     ) -> Self {
+        let (_, live) = settings.current();
         let mut map = PortMap {
             out_port: plan.out_port,
             tx_index: [0; MAX_PORTS],
-            macs: [[0; 12]; MAX_PORTS],
+            macs: live.macs,
         };
         for i in 0..plan.n_ports {
             map.tx_index[i] = (i % plan.layout.tx.len()) as u8;
-            // The last `--peer-mac` for the port, else 02:00:00:00:00:<port>.
-            let peer = plan
-                .stages
-                .peer_mac
-                .iter()
-                .rev()
-                .find(|(p, _)| *p as usize == i);
-            let dst = peer.map_or([0x02, 0, 0, 0, 0, i as u8], |(_, mac)| mac.0);
-            map.macs[i] = wire::mac_header(&dst, &res.macs[i]);
         }
         Wiring {
             plan,
             res,
             gates,
             map,
-            policy: rate::FullPolicy::new(
-                plan.stages.on_full,
-                plan.stages.drop_after_us as u64,
-                dpdk::tsc_hz(),
-            ),
+            policy: live.policy,
             rx_senders: some(links.rx.senders),
             worker_inputs: some(links.rx.inputs),
             worker_senders: some(links.tx.senders),
@@ -381,6 +407,7 @@ impl<'a> Wiring<'a> {
             taps,
             latency_slots: Vec::new(),
             modes: plan.stage_modes(),
+            settings: settings.clone(),
         }
     }
 
@@ -405,6 +432,8 @@ impl<'a> Wiring<'a> {
                 .position(|&x| x == l)
                 .map(|t| self.tx_stage(t, c)),
             port_slot: plan.port_lcores.iter().position(|&x| x == l),
+            settings: self.settings.clone(),
+            seen: self.settings.epoch(),
         }
     }
 
@@ -431,6 +460,8 @@ impl<'a> Wiring<'a> {
             rate: plan.stages.rx_rate_mpps.map(|mpps| {
                 rate::TokenBucket::new(mpps * 1e6 / n_stages, dpdk::tsc_hz(), nic_ring, burst)
             }),
+            rate_share: 1.0 / n_stages,
+            nic_ring,
             stamp: self.res.stamp.zip(plan.latency),
             classes: plan.classes.iter().map(|c| c.matcher).collect(),
             class_workers: plan.class_workers.clone(),
@@ -592,6 +623,11 @@ fn run_lcore<const RX: u8, const WK: u8, const TX: u8>(
     loop {
         if let Some(s) = work.port_slot {
             q.report(s, &mut reported);
+        }
+        // A reload: the new settings go to the stages before the next
+        // poll (`settings`).
+        if work.settings.epoch() != work.seen {
+            work.apply_settings();
         }
         clock.begin(dpdk::rdtsc_inline);
         let (moved, pending) = poll_stages::<RX, WK, TX>(work, phase);

@@ -31,6 +31,11 @@ pub struct RxPorts {
 pub struct RxRules {
     /// `--rx-rate`: this stage's share.
     pub rate: Option<TokenBucket>,
+    /// `--rx-rate`: the fraction of the rate this stage takes (a reload
+    /// splits a new rate the same way), and the packets its ports' RX
+    /// rings hold (the bucket's depth).
+    pub rate_share: f64,
+    pub nic_ring: usize,
     /// `--latency`: the RX-timestamp field and 1-in-N sampling.
     pub stamp: Option<(U64Field, u32)>,
     /// `--class`: each class's matcher, in order (empty: no classes)...
@@ -70,6 +75,10 @@ pub struct RxStage {
     policy: FullPolicy,
     /// `--rx-rate`: packets per second taken from the ports.
     rate: Option<TokenBucket>,
+    /// `--rx-rate`: this stage's share of a rate, and its bucket's depth
+    /// (`RxRules`).
+    rate_share: f64,
+    nic_ring: usize,
     n_workers: u32,
     counters: Arc<LcoreCounters>,
     /// `--latency`: the RX-timestamp field and 1-in-N sampling.
@@ -102,6 +111,8 @@ impl RxStage {
         } = common;
         let RxRules {
             rate,
+            rate_share,
+            nic_ring,
             stamp,
             classes,
             class_workers,
@@ -134,12 +145,29 @@ impl RxStage {
             unit,
             policy,
             rate,
+            rate_share,
+            nic_ring,
             n_workers,
             counters,
             capture: None,
             started: false,
             done: false,
         }
+    }
+
+    /// A reload's settings (`forward::settings`), between polls: a new
+    /// `--rx-rate` (this stage's share, a fresh bucket) and `--on-full` /
+    /// `--drop-after`.
+    pub fn set_live(&mut self, s: &super::settings::Settings) {
+        self.rate = s.rx_rate_mpps.map(|mpps| {
+            TokenBucket::new(
+                mpps * 1e6 * self.rate_share,
+                dpdk::tsc_hz(),
+                self.nic_ring,
+                self.burst,
+            )
+        });
+        self.policy = s.policy;
     }
 
     /// Marks the stage's mode in its counters (`lcores[].in_place`); the

@@ -115,6 +115,12 @@ impl TxStage {
     /// [`StageMode::RoundTrip`] does the same with what the worker handed
     /// back to this lcore's RX stage (its sender, passed to `poll`: the
     /// stage has no input queues of its own); both take a batch per poll.
+    /// A reload's settings (`forward::settings`), between polls:
+    /// `--on-full` / `--drop-after`.
+    pub fn set_live(&mut self, s: &super::settings::Settings) {
+        self.policy = s.policy;
+    }
+
     pub fn with_mode(mut self, mode: StageMode) -> Self {
         if mode != StageMode::Bursts {
             self.pass = self.unit;

@@ -119,6 +119,14 @@ impl WorkerStage {
         }
     }
 
+    /// A reload's settings (`forward::settings`), between polls: the MACs
+    /// written, whether they are, and `--on-full` / `--drop-after`.
+    pub fn set_live(&mut self, s: &super::settings::Settings) {
+        self.map.macs = s.macs;
+        self.rewrite = s.rewrite;
+        self.policy = s.policy;
+    }
+
     /// Sets up the stage for its mode, as the plan settles it (the
     /// lcore's loop then polls it with [`poll::<MODE>`](Self::poll)):
     /// [`StageMode::RoundTrip`] processes units where they lie and hands

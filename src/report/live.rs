@@ -28,7 +28,7 @@ pub fn stats_thread(
     ports: &[Port],
     plan: &LivePlan,
 ) {
-    let (interval, duration) = (plan.stats_interval, plan.duration);
+    let (mut interval, duration) = (plan.stats_interval, plan.duration);
     let start = Instant::now();
     let mut prev = Totals::default();
     let mut next_line = interval;
@@ -46,6 +46,13 @@ pub fn stats_thread(
             Ordering::Relaxed,
         );
         let t = start.elapsed().as_secs_f64();
+        // A reload changed `--stats-interval`: lines start over from now.
+        let asked = f64::from_bits(live.stats_interval.load(Ordering::Relaxed));
+        if asked != interval {
+            interval = asked;
+            prev = live.totals();
+            next_line = t + interval;
+        }
         if let Some(d) = duration {
             if t >= d && !signal::quit_requested() {
                 signal::request_quit();

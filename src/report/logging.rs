@@ -79,8 +79,13 @@ pub fn init() {
 pub struct UnknownLevel(pub String);
 
 /// Sets one level for all of tqfwd's log (`off`, `error`, `warn`, `info`,
-/// `debug`, `trace`); returns its name.
+/// `debug`, `trace`) from telemetry's `/tqfwd/log_level`; returns its name.
 pub fn set_level(name: &str) -> Result<&'static str, UnknownLevel> {
+    set_level_from(name, "telemetry /tqfwd/log_level")
+}
+
+/// As [`set_level`], the log line naming `source` (what set it).
+pub fn set_level_from(name: &str, source: &str) -> Result<&'static str, UnknownLevel> {
     let name = name.trim();
     let (i, level) = LEVELS
         .iter()
@@ -90,10 +95,21 @@ pub fn set_level(name: &str) -> Result<&'static str, UnknownLevel> {
     OVERRIDE.store(i + 1, Ordering::Relaxed);
     log::set_max_level(*level);
     log::warn!(
-        "log level set to {} (telemetry /tqfwd/log_level)",
+        "log level set to {} ({source})",
         level.as_str().to_ascii_lowercase()
     );
     Ok(LEVELS[i].as_str())
+}
+
+/// Gives the level back to `RUST_LOG`'s filter (a reloaded `--config` no
+/// longer sets `log-level`).
+pub fn clear_level(source: &str) {
+    if OVERRIDE.swap(0, Ordering::Relaxed) != 0 {
+        if let Some(l) = LOGGER.get() {
+            log::set_max_level(l.filter.filter());
+        }
+        log::warn!("log level back to RUST_LOG's filter ({source})");
+    }
 }
 
 #[cfg(test)]

@@ -59,6 +59,7 @@ pub fn live(
         baseline: std::sync::Mutex::new(telemetry::Baseline::start(counters.len())),
         notify: systemd::Notify::from_env(),
         captures,
+        stats_interval: AtomicU64::new(plan.live.stats_interval.to_bits()),
     })
 }
 

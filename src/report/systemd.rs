@@ -1,7 +1,8 @@
 //! systemd service notifications (`Type=notify`): `READY=1` once the ports
 //! are started and the lcores are about to poll, `STATUS=` with the rates
-//! once a second, `STOPPING=1` once when the quit is requested (signal or
-//! `--duration`), and nothing after it.
+//! once a second, `RELOADING=1` then `READY=1` around a reload (SIGHUP,
+//! `systemctl reload`), `STOPPING=1` once when the quit is requested
+//! (signal or `--duration`), and nothing after it.
 //!
 //! The protocol is one datagram per message to the `AF_UNIX` socket named
 //! by `NOTIFY_SOCKET` (a path, or an abstract name written `@name`), as
@@ -63,6 +64,14 @@ impl Notify {
     pub fn status(&self, line: &str) {
         if !self.stopping.load(Ordering::Acquire) {
             self.send(&format!("STATUS={line}"));
+        }
+    }
+
+    /// `RELOADING=1`: a reload starts (`READY=1` follows when it is
+    /// done, applied or refused), unless stopping was sent.
+    pub fn reloading(&self) {
+        if !self.stopping.load(Ordering::Acquire) {
+            self.send("RELOADING=1");
         }
     }
 

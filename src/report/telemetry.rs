@@ -48,6 +48,9 @@ pub struct Live {
     pub baseline: Mutex<Baseline>,
     /// `--capture`: each captured port's counters.
     pub captures: Vec<(u16, Arc<CaptureCounters>)>,
+    /// `--stats-interval` in seconds, as `f64` bits: a reload may change
+    /// it (the stats thread reads it every pass).
+    pub stats_interval: AtomicU64,
 }
 
 /// What the live rates and per-lcore cycles count from (`/tqfwd/clear`).

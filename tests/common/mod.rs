@@ -859,3 +859,26 @@ pub fn spawn_live_metrics(app: &[&str]) -> (Proc, std::net::SocketAddr) {
     args.extend(["--metrics", &addr_arg]);
     (spawn_live_null("0-1", &args).0, addr)
 }
+
+/// Waits up to `within` for `p` to exit 0 with the summary printed, and
+/// reads DIR/stats.json, whose end checks (conservation, 0 mbufs in use)
+/// must hold; returns the JSON.
+pub fn clean_exit_json(p: &mut Proc, dir: &Path, within: Duration) -> serde_json::Value {
+    let st = p
+        .wait_exit(within)
+        .unwrap_or_else(|| panic!("no exit within {within:?}\n{}", p.text()));
+    let text = p.text();
+    assert_eq!(st.code(), Some(0), "{st}\n{text}");
+    assert!(
+        text.contains("conservation rx = tx + drops") && !text.contains("panicked"),
+        "no summary\n{text}"
+    );
+    let j: serde_json::Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.join("stats.json"))
+            .unwrap_or_else(|e| panic!("no JSON ({e})\n{text}")),
+    )
+    .expect("valid JSON");
+    assert_eq!(j["conservation_ok"], true, "{text}");
+    assert_eq!(j["mbufs_in_use"], 0, "{text}");
+    j
+}
