@@ -125,7 +125,7 @@ exec 3<&-
 step "systemctl reload tqfwd (rx-rate = 2 in the file)"
 sed -i 's/^rx-rate = 1$/rx-rate = 2/' /etc/tqfwd/tqfwd.toml
 systemctl reload tqfwd; echo "exit $?"
-sleep 1.5
+sleep 2.5
 echo "active: $(systemctl is-active tqfwd)"
 SYSTEMD_COLORS=0 systemctl status tqfwd --no-pager -l -n 0 | grep -E 'Status:'
 step "systemctl reload tqfwd (a changed lcore list)"
