@@ -449,7 +449,6 @@ impl<'a> Wiring<'a> {
 
     fn rx_stage(&mut self, stage: usize, c: &Arc<LcoreCounters>) -> RxStage {
         let plan = self.plan;
-        let burst = plan.burst as usize;
         let queues = self.rx_queues[stage].take().expect("rx queues");
         let nic_ring = self.res.rx_desc as usize * queues.len().max(1);
         let n_stages = self.polling_rx_stages as f64;
@@ -457,9 +456,7 @@ impl<'a> Wiring<'a> {
             // Each RX lcore that polls a queue takes its share of the
             // rate; what the NIC can hold for it is its queues'
             // descriptors.
-            rate: plan.stages.rx_rate_mpps.map(|mpps| {
-                rate::TokenBucket::new(mpps * 1e6 / n_stages, dpdk::tsc_hz(), nic_ring, burst)
-            }),
+            rate_mpps: plan.stages.rx_rate_mpps,
             rate_share: 1.0 / n_stages,
             nic_ring,
             stamp: self.res.stamp.zip(plan.latency),

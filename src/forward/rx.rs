@@ -29,8 +29,8 @@ pub struct RxPorts {
 
 /// What an RX stage does with what it receives, besides handing it on.
 pub struct RxRules {
-    /// `--rx-rate`: this stage's share.
-    pub rate: Option<TokenBucket>,
+    /// `--rx-rate` in Mpps, in all.
+    pub rate_mpps: Option<f64>,
     /// `--rx-rate`: the fraction of the rate this stage takes (a reload
     /// splits a new rate the same way), and the packets its ports' RX
     /// rings hold (the bucket's depth).
@@ -110,7 +110,7 @@ impl RxStage {
             counters,
         } = common;
         let RxRules {
-            rate,
+            rate_mpps,
             rate_share,
             nic_ring,
             stamp,
@@ -126,7 +126,7 @@ impl RxStage {
                 }
             }
         }
-        RxStage {
+        let mut stage = RxStage {
             classes,
             class_workers,
             bucket_class,
@@ -144,7 +144,7 @@ impl RxStage {
             burst,
             unit,
             policy,
-            rate,
+            rate: None,
             rate_share,
             nic_ring,
             n_workers,
@@ -152,14 +152,23 @@ impl RxStage {
             capture: None,
             started: false,
             done: false,
-        }
+        };
+        stage.set_rate(rate_mpps);
+        stage
     }
 
     /// A reload's settings (`forward::settings`), between polls: a new
     /// `--rx-rate` (this stage's share, a fresh bucket) and `--on-full` /
     /// `--drop-after`.
     pub fn set_live(&mut self, s: &super::settings::Settings) {
-        self.rate = s.rx_rate_mpps.map(|mpps| {
+        self.set_rate(s.rx_rate_mpps);
+        self.policy = s.policy;
+    }
+
+    /// `--rx-rate` `mpps` in all: this stage's share, in a fresh bucket
+    /// as deep as its ports' RX rings.
+    fn set_rate(&mut self, mpps: Option<f64>) {
+        self.rate = mpps.map(|mpps| {
             TokenBucket::new(
                 mpps * 1e6 * self.rate_share,
                 dpdk::tsc_hz(),
@@ -167,7 +176,6 @@ impl RxStage {
                 self.burst,
             )
         });
-        self.policy = s.policy;
     }
 
     /// Marks the stage's mode in its counters (`lcores[].in_place`); the
