@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Fuzzes the frame parser (wire::parse / flow_hash / rewrite_macs) and the
-# pcap reader with cargo-fuzz (libFuzzer + AddressSanitizer), SECONDS per
-# target (default 150). Not part of CI: scripts/test.sh only replays the
+# Fuzzes the frame parser (wire::parse / flow_hash / rewrite_macs), the
+# pcap reader and the route file parser (config::routes::parse and diff)
+# with cargo-fuzz (libFuzzer + AddressSanitizer), SECONDS per target
+# (default 150). Not part of CI: scripts/test.sh only replays the
 # regression frames in tests/data (tests/hostile.rs).
 #
 #   scripts/fuzz.sh [SECONDS]
@@ -27,9 +28,9 @@ fi
 
 cargo +nightly fuzz build --fuzz-dir fuzz
 
-declare -A MAX_LEN=([parse]=2048 [pcap_reader]=8192)
+declare -A MAX_LEN=([parse]=2048 [pcap_reader]=8192 [routes]=4096)
 status=0
-for target in parse pcap_reader; do
+for target in parse pcap_reader routes; do
     mkdir -p "fuzz/work/$target" "fuzz/artifacts/$target"
     log="fuzz/work/$target.log"
     echo "== $target: ${SECONDS_PER_TARGET} s (log $log)"
