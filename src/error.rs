@@ -7,11 +7,13 @@
 //! [`FrameError`], [`PoolError`], [`PortError`] in `setup`), which import
 //! neither this module nor what wraps them.
 
+use crate::config::routes::RouteError;
 use crate::config::PlanError;
 use crate::dpdk::DpdkError;
 use crate::setup::frames::FrameError;
 use crate::setup::pools::PoolError;
 use crate::setup::ports::PortError;
+use crate::setup::routes::RouteBuildError;
 
 /// How a run failed.
 #[derive(Debug, thiserror::Error)]
@@ -31,6 +33,12 @@ pub enum RunError {
     /// server, 1 when DPDK refused.
     #[error(transparent)]
     Port(#[from] PortError),
+    /// The `--routes` file is refused (a line, its size, its kind): exit 2.
+    #[error(transparent)]
+    Routes(#[from] RouteError),
+    /// The route tables do not fit (their width, huge-page memory): exit 2.
+    #[error(transparent)]
+    RouteBuild(#[from] RouteBuildError),
     /// DPDK refused at run time: exit 1.
     #[error(transparent)]
     Dpdk(#[from] DpdkError),
@@ -48,7 +56,10 @@ impl RunError {
     /// failing (exit 1).
     pub fn is_usage(&self) -> bool {
         match self {
-            RunError::Plan(_) | RunError::Frame(_) => true,
+            RunError::Plan(_)
+            | RunError::Frame(_)
+            | RunError::Routes(_)
+            | RunError::RouteBuild(_) => true,
             RunError::Pools(e) => e.is_usage(),
             RunError::Port(e) => e.is_usage(),
             RunError::Dpdk(_) | RunError::MetricsThread(_) | RunError::Runtime(_) => false,

@@ -32,7 +32,8 @@ pub fn run(
     source: ReloadSource,
 ) -> Result<Report, RunError> {
     let (machine, ports, infos) = setup::machine(eal)?;
-    let plan = Plan::new(opts, &machine)?;
+    let mut plan = Plan::new(opts, &machine)?;
+    plan.load_routes()?;
     for (line, warn) in plan.numa_lines(&machine) {
         if warn {
             log::warn!("{line}");
@@ -42,9 +43,12 @@ pub fn run(
     }
 
     // From here on the plan is the only input.
-    let (res, links, queues) = Resources::bring_up(&plan, &machine, ports, infos)?;
+    let (mut res, links, queues) = Resources::bring_up(&plan, &machine, ports, infos)?;
     let captured: Vec<u16> = captures.iter().map(|f| f.port).collect();
-    let mut forwarding = Forwarding::new(&plan, &res, links, queues, &captured)?;
+    // The route tables go to the live settings, whose reloads replace
+    // (and free) them.
+    let routes = res.routes.take();
+    let mut forwarding = Forwarding::new(&plan, &res, links, queues, &captured, routes)?;
     let writers: Vec<Capture> = captures
         .into_iter()
         .zip(forwarding.take_captures())
@@ -89,6 +93,7 @@ pub fn run(
         source,
         forwarding.settings(),
         res.macs[..plan.n_ports].to_vec(),
+        plan.worker_sockets.clone(),
     );
     let (finished, captured) =
         forward_and_watch(eal, &plan, &res, &live, forwarding, writers, reloader);
@@ -150,7 +155,15 @@ fn forward_and_watch(
         }
         let reloads = std::thread::Builder::new()
             .name("tqfwd-reload".into())
-            .spawn_scoped(scope, || reloader.serve(&finished, live));
+            .spawn_scoped(scope, || {
+                // L3 mode: a reload builds route tables, seconds of CPU
+                // for a large file: where no lcore runs, else below them.
+                if plan.routes.is_some() {
+                    let placed = dpdk::thread::place_side_thread(&side_cpus);
+                    log::debug!("reload thread: {placed:?}");
+                }
+                reloader.serve(&finished, live)
+            });
         if let Err(e) = &reloads {
             log::warn!("no reload thread ({e}): SIGHUP reloads nothing");
         }

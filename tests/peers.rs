@@ -128,44 +128,9 @@ fn stop_forwarding(p: &mut Proc) -> (u64, u64) {
     (rx, tx)
 }
 
+/// tqfwd on both CPUs (lcores 0-1) for these tests: [`peer_tqfwd_cmd`].
 fn tqfwd_cmd(prefix: &str, vdevs: &[String], app: &[&str], json: &Path) -> Command {
-    let mut c = Command::new(bin());
-    c.args([
-        "-l",
-        "0-1",
-        "--no-pci",
-        "--log-level=lib.eal:warning",
-        "--file-prefix",
-        prefix,
-    ]);
-    c.args(mem_args_mb(256));
-    for v in vdevs {
-        c.arg(format!("--vdev={v}"));
-    }
-    c.arg("--").args(app).arg("--stats-json").arg(json);
-    c.env("RUST_LOG", "info");
-    c
-}
-
-/// Waits for tqfwd to exit and turns it into a `Run` for `assert_clean_end`.
-fn finish_tqfwd(tq: &mut Proc, json: &Path, started: Instant) -> Run {
-    let status = match tq.wait_exit(Duration::from_secs(20)) {
-        Some(s) => s,
-        None => {
-            tq.signal("KILL");
-            panic!("tqfwd did not exit within 20 s of SIGINT\n{}", tq.text());
-        }
-    };
-    let json = std::fs::read_to_string(json)
-        .ok()
-        .map(|s| serde_json::from_str(&s).expect("valid JSON"));
-    Run {
-        status,
-        stdout: tq.text(),
-        stderr: String::new(),
-        json,
-        elapsed: started.elapsed(),
-    }
+    peer_tqfwd_cmd("0-1", prefix, vdevs, app, json)
 }
 
 /// testpmd generator → memif → tqfwd → memif → testpmd sink, started and
@@ -634,22 +599,10 @@ fn kernel_sender(ns: &NetnsPair, count: u64, src_port_base: &str) -> Command {
     cmd
 }
 
-/// The two namespaces and veths of a kernel-peer test, or None (after
-/// saying why) where the tools or the privileges are missing.
+/// The two namespaces and veths of a kernel-peer test on 10.77.0.0/24,
+/// or None (after saying why): [`kernel_netns`].
 fn kernel_namespaces(test: &str) -> Option<NetnsPair> {
-    for tool in ["ip", "ethtool", "sysctl"] {
-        if !have_command(tool) {
-            skip_test(test, &format!("`{tool}` not found (scripts/install-deps.sh installs iproute2, ethtool, procps)"));
-            return None;
-        }
-    }
-    match NetnsPair::create(MAC_A, "10.77.0.1/24", MAC_B, "10.77.0.2/24") {
-        Ok(n) => Some(n),
-        Err(e) => {
-            skip_test(test, &format!("cannot create network namespaces / veths here ({e}); needs root with CAP_NET_ADMIN + CAP_SYS_ADMIN"));
-            None
-        }
-    }
+    kernel_netns(test, MAC_A, "10.77.0.1/24", MAC_B, "10.77.0.2/24")
 }
 
 /// The one-line JSON result `tqfwd-udp-peer recv` prints.

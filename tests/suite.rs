@@ -28,6 +28,8 @@ mod peers;
 mod prometheus;
 mod queue_api;
 mod reload;
+mod routes;
+mod routes_kernel;
 mod signals;
 mod systemd;
 mod telemetry;

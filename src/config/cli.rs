@@ -204,6 +204,14 @@ pub struct Options {
     #[arg(long)]
     pub no_mac_rewrite: bool,
 
+    /// Route by destination (L3 mode): longest-prefix match of each frame's IPv4 or IPv6 destination in FILE (l3fwd's `R<prefix>/<len> <port>` lines, and `nexthop NAME port P mac MAC` / `route PREFIX via NAME`), TTL or hop limit decremented, the next hop's MACs written; SIGHUP reads FILE again (docs/forwarding.md)
+    #[arg(long, value_name = "FILE", conflicts_with = "no_mac_rewrite")]
+    pub routes: Option<PathBuf>,
+
+    /// Routes per address family a --routes file may hold
+    #[arg(long, value_name = "N", default_value_t = DEFAULT_MAX_ROUTES, value_parser = parse_max_routes)]
+    pub max_routes: usize,
+
     /// Stop after SECS seconds of forwarding; otherwise run until SIGINT/SIGTERM/SIGQUIT (SIGUSR1 logs the totals; SIGHUP reloads the --config file)
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", value_parser = parse_seconds)]
     pub duration: Option<f64>,
@@ -265,7 +273,7 @@ pub struct Options {
     #[arg(allow_negative_numbers = true, long, value_name = "SECS", default_value_t = 3.0, value_parser = parse_seconds_or_zero)]
     pub link_timeout: f64,
 
-    /// Read options from a TOML file (keys = the long option names, e.g. burst = 64; EAL arguments in eal = [...], before any given on the command line); an option given on the command line replaces the file's value, a repeatable one the file's whole list. SIGHUP reads the file again and applies log-level, peer-mac, no-mac-rewrite, rx-rate, on-full, drop-after and stats-interval while forwarding; a change to any other key refuses the whole reload
+    /// Read options from a TOML file (keys = the long option names, e.g. burst = 64; EAL arguments in eal = [...], before any given on the command line); an option given on the command line replaces the file's value, a repeatable one the file's whole list. SIGHUP reads the file again and applies log-level, peer-mac, no-mac-rewrite, rx-rate, on-full, drop-after, stats-interval and routes (the route file read again) while forwarding; a change to any other key refuses the whole reload
     #[arg(long, value_name = "FILE")]
     pub config: Option<PathBuf>,
 
@@ -506,6 +514,17 @@ fn parse_capture(s: &str) -> Result<(u16, PathBuf), String> {
         return Err(format!("'{s}' has no FILE (in PORT:FILE)"));
     }
     Ok((port, PathBuf::from(f)))
+}
+
+/// `--max-routes` unless given: routes per address family a route file
+/// may hold (`config::routes` counts against it).
+pub const DEFAULT_MAX_ROUTES: usize = 2_000_000;
+
+fn parse_max_routes(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if (1..=100_000_000).contains(&n) => Ok(n),
+        _ => Err(format!("'{s}' is not a route count: give 1 to 100000000")),
+    }
 }
 
 fn parse_peer_mac(s: &str) -> Result<(u16, MacAddr), String> {

@@ -80,6 +80,8 @@ pub const LIVE_KEYS: &[&str] = &[
     "on-full",
     "drop-after",
     "stats-interval",
+    "routes",
+    "max-routes",
 ];
 
 /// The keys whose values differ between two invocations of one command

@@ -3,12 +3,13 @@
 //! (`file`) and the two merged (`invocation`), DPDK corelists, the
 //! `--class` grammar, the route file (`routes`), and the [`Plan`] of a
 //! run resolved from the options and the machine's facts, with the
-//! options' values typed for the parts that read them (`parts`). After configuration the plan is the only
-//! input: setup, forward and report never see [`cli::Options`].
+//! options' values typed for the parts that read them (`parts`). After
+//! configuration the plan is the only input: setup, forward and report
+//! never see [`cli::Options`].
 //!
 //! Imports go one way: `invocation` → `file` → `cli` → `class` →
-//! `corelist`, `plan` → `parts` → `cli`, `class`, and `routes` → `file`
-//! (`scripts/check-imports.sh`).
+//! `corelist`, `plan` → `parts` → `cli`, `class`, and `plan` → `routes`
+//! → `file`, `cli` (`scripts/check-imports.sh`).
 
 pub mod class;
 pub mod cli;

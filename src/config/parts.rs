@@ -8,6 +8,7 @@
 use super::cli::{Backend, Handoff, OnFull, Options, RequestedDevice, Topology};
 use crate::queue::MAX_BURST;
 use crate::wire::MacAddr;
+use std::path::PathBuf;
 use std::time::Duration;
 
 /// The hand-off queues between the stages and the pools behind them
@@ -148,9 +149,28 @@ pub struct StagePlan {
     pub stall_worker: Option<(u32, Duration)>,
     /// `--latency` with `--metrics`: TX stages publish their histograms.
     pub publish_latency: bool,
+    /// `--routes`: the route file of L3 mode (its tables are built at
+    /// start, `Plan::routes`).
+    pub routes: Option<PathBuf>,
+    /// `--max-routes`: routes per address family a route file may hold.
+    pub max_routes: usize,
 }
 
 impl StagePlan {
+    /// Per port, the MAC header a frame leaving it gets (its first 12
+    /// bytes): dst the port's peer (the last `--peer-mac` for it, else
+    /// 02:00:00:00:00:<port>), src the port's own MAC (`port_macs`, one
+    /// per port), for up to `N` ports.
+    pub fn mac_headers<const N: usize>(&self, port_macs: &[[u8; 6]]) -> [[u8; 12]; N] {
+        let mut macs = [[0u8; 12]; N];
+        for (i, own) in port_macs.iter().enumerate().take(N) {
+            let peer = self.peer_mac.iter().rev().find(|(p, _)| *p as usize == i);
+            let dst = peer.map_or([0x02, 0, 0, 0, 0, i as u8], |(_, mac)| mac.0);
+            macs[i] = crate::wire::mac_header(&dst, own);
+        }
+        macs
+    }
+
     pub fn new(o: &Options) -> StagePlan {
         StagePlan {
             on_full: o.on_full,
@@ -163,6 +183,8 @@ impl StagePlan {
                 .debug_stall_worker
                 .map(|(idx, ms)| (idx, Duration::from_millis(ms as u64))),
             publish_latency: o.latency && o.metrics.is_some(),
+            routes: o.routes.clone(),
+            max_routes: o.max_routes,
         }
     }
 }

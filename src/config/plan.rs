@@ -10,7 +10,9 @@ use super::cli::{Backend, Handoff, Options, RequestedDevice};
 use super::parts::{
     CapturePlan, HandoffPlan, LivePlan, PortsPlan, StageMode, StageModes, StagePlan,
 };
+use super::routes::{self, Limits, RouteError, RouteTable};
 use std::path::PathBuf;
+use std::sync::Arc;
 
 /// An EAL lcore id.
 pub type Lcore = u32;
@@ -392,6 +394,12 @@ pub struct Plan {
     pub stages: StagePlan,
     pub capture: CapturePlan,
     pub live: LivePlan,
+    /// Each worker's NUMA socket (in `workers` order): where its route
+    /// tables live.
+    pub worker_sockets: Vec<i32>,
+    /// L3 mode: the route file, parsed and checked against the ports
+    /// ([`Plan::load_routes`]; None in L2 mode).
+    pub routes: Option<Arc<RouteTable>>,
 }
 
 impl Plan {
@@ -487,8 +495,15 @@ impl Plan {
         let n_ports = m.ports.len();
         let mut out_port = [0u16; MAX_PORTS];
         for (i, o) in out_port.iter_mut().enumerate().take(n_ports) {
-            *o = peer_port(i, n_ports) as u16;
+            // L3 mode: the worker writes each packet's output port into
+            // it (its route's), so TX maps every port to itself.
+            *o = if opts.routes.is_some() {
+                i as u16
+            } else {
+                peer_port(i, n_ports) as u16
+            };
         }
+        let worker_sockets = workers.iter().map(|&l| m.lcore_socket(l)).collect();
         let mut plan = Plan {
             layout,
             workers,
@@ -508,9 +523,24 @@ impl Plan {
             stages: StagePlan::new(opts),
             capture: CapturePlan::new(opts),
             live: LivePlan::new(opts),
+            worker_sockets,
+            routes: None,
         };
         plan.pools = plan.pool_sizing(m);
         Ok(plan)
+    }
+
+    /// L3 mode (`--routes`): reads and checks the route file against the
+    /// run's ports (bounded read; every refused line is an error naming
+    /// the file and line).
+    pub fn load_routes(&mut self) -> Result<(), RouteError> {
+        if let Some(path) = &self.stages.routes {
+            let limits = Limits {
+                max_routes: self.stages.max_routes,
+            };
+            self.routes = Some(Arc::new(routes::load(path, self.n_ports, limits)?));
+        }
+        Ok(())
     }
 
     /// The class whose workers include worker `w` (0 = default).

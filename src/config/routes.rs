@@ -88,7 +88,7 @@ pub const ROUTES_MAX_BYTES: u64 = 64 * 1024 * 1024;
 /// hop, below its miss value).
 pub const MAX_NEXT_HOPS: usize = 32_000;
 /// Routes per address family unless --max-routes says otherwise.
-pub const DEFAULT_MAX_ROUTES: usize = 2_000_000;
+pub use super::cli::DEFAULT_MAX_ROUTES;
 
 /// Where a route's packets go.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -7,10 +7,14 @@
 //! `runt` (frame shorter than an Ethernet header), `rx_handoff_full`
 //! (RX→worker queue full with `--on-full drop`), `worker_handoff_full`
 //! (worker→TX queue full), `tx_full` (the port's TX queue still refused
-//! after the bounded retry). Conservation: `rx = tx + Σ drops`.
+//! after the bounded retry); in L3 mode (`--routes`) also `no_route`,
+//! `ttl_exceeded`, `ipv4_bad_header`, `ipv4_bad_checksum`,
+//! `ipv6_bad_header`, `l3_non_ip` and `martian` (`wire::router`). Conservation:
+//! `rx = tx + Σ drops`.
 
 use crate::config::class::MAX_CLASSES;
 use crate::config::MAX_PORTS;
+use crate::wire::router::L3Drop;
 use crate::wire::FrameClass;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -21,11 +25,20 @@ pub enum DropReason {
     RxHandoffFull,
     WorkerHandoffFull,
     TxFull,
+    /// L3 mode (`--routes`): the worker's router checks and lookup
+    /// (`wire::router::L3Drop`, same order and names).
+    NoRoute,
+    TtlExceeded,
+    Ipv4BadHeader,
+    Ipv4BadChecksum,
+    Ipv6BadHeader,
+    L3NonIp,
+    Martian,
 }
 
 impl DropReason {
     /// How many reasons there are: the length of per-reason counter arrays.
-    pub const COUNT: usize = 4;
+    pub const COUNT: usize = 11;
 
     /// All reasons, in [`index`](Self::index) order.
     pub const ALL: [DropReason; Self::COUNT] = [
@@ -33,6 +46,13 @@ impl DropReason {
         DropReason::RxHandoffFull,
         DropReason::WorkerHandoffFull,
         DropReason::TxFull,
+        DropReason::NoRoute,
+        DropReason::TtlExceeded,
+        DropReason::Ipv4BadHeader,
+        DropReason::Ipv4BadChecksum,
+        DropReason::Ipv6BadHeader,
+        DropReason::L3NonIp,
+        DropReason::Martian,
     ];
     pub fn name(self) -> &'static str {
         match self {
@@ -40,23 +60,49 @@ impl DropReason {
             DropReason::RxHandoffFull => "rx_handoff_full",
             DropReason::WorkerHandoffFull => "worker_handoff_full",
             DropReason::TxFull => "tx_full",
+            DropReason::NoRoute => L3Drop::NoRoute.name(),
+            DropReason::TtlExceeded => L3Drop::TtlExceeded.name(),
+            DropReason::Ipv4BadHeader => L3Drop::Ipv4BadHeader.name(),
+            DropReason::Ipv4BadChecksum => L3Drop::Ipv4BadChecksum.name(),
+            DropReason::Ipv6BadHeader => L3Drop::Ipv6BadHeader.name(),
+            DropReason::L3NonIp => L3Drop::NonIp.name(),
+            DropReason::Martian => L3Drop::Martian.name(),
         }
     }
     /// Position in [`ALL`](Self::ALL), for per-reason counter arrays.
     pub const fn index(self) -> usize {
         self as usize
     }
+
+    /// The reason an L3 drop is counted under.
+    pub const fn of_l3(d: L3Drop) -> DropReason {
+        match d {
+            L3Drop::NoRoute => DropReason::NoRoute,
+            L3Drop::TtlExceeded => DropReason::TtlExceeded,
+            L3Drop::Ipv4BadHeader => DropReason::Ipv4BadHeader,
+            L3Drop::Ipv4BadChecksum => DropReason::Ipv4BadChecksum,
+            L3Drop::Ipv6BadHeader => DropReason::Ipv6BadHeader,
+            L3Drop::NonIp => DropReason::L3NonIp,
+            L3Drop::Martian => DropReason::Martian,
+        }
+    }
 }
 
-// `ALL` holds the reasons in `index()` (declaration) order, and `TxFull` is
-// the last variant, so arrays of `COUNT` counters line up with `ALL`.
+// `ALL` holds the reasons in `index()` (declaration) order, and `Martian`
+// is the last variant, so arrays of `COUNT` counters line up with `ALL`;
+// the L3 reasons follow `L3Drop`'s order.
 const _: () = {
     let mut i = 0;
     while i < DropReason::COUNT {
         assert!(DropReason::ALL[i].index() == i);
         i += 1;
     }
-    assert!(DropReason::TxFull.index() + 1 == DropReason::COUNT);
+    assert!(DropReason::Martian.index() + 1 == DropReason::COUNT);
+    let mut j = 0;
+    while j < L3Drop::COUNT {
+        assert!(DropReason::of_l3(L3Drop::ALL[j]).index() == DropReason::NoRoute.index() + j);
+        j += 1;
+    }
 };
 
 /// Adds `n` to a counter that only the calling lcore writes.

@@ -12,6 +12,7 @@
 pub mod capture;
 pub mod eal;
 pub mod error;
+pub mod fib;
 pub mod flow;
 pub mod intr;
 pub mod mbuf;
@@ -34,7 +35,7 @@ pub use mbuf::{Burst, MbufBurst, MbufPtr, Packet, Sampling, U64Field};
 pub use memory::SocketMemory;
 pub use mempool::Mempool;
 pub use packet_queue::scatter::{RunStore, Runs, Scattered, MAX_DESTINATIONS};
-pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender, QueueProbe, TxRun};
+pub use packet_queue::{PacketInputs, PacketReceiver, PacketSender, QueueProbe, RunWork, TxRun};
 pub use port::{LinkStatus, Port, PortConf, PortInfo, PortQueues, PortStats, RxQueue, TxQueue};
 pub use ring::{Ring, RingReceiver, RingSender};
 

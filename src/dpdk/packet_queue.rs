@@ -40,6 +40,32 @@ use std::mem::MaybeUninit;
 use std::ptr::NonNull;
 use std::sync::Arc;
 
+/// A worker's work on the runs its input queues lend it
+/// ([`PacketInputs::forward_into`], [`PacketInputs::process_in_place`],
+/// [`PacketInputs::scatter_into`]): [`begin`](Self::begin) sees a run's
+/// packets first, all of them, read-only (for work done per run, such as
+/// one bulk route lookup), then [`each`](Self::each) sees them one by
+/// one, in the same order, to change and keep (`Some(destination)`: an
+/// index into the scatter's outputs, ignored by the other passes) or
+/// drop (`None`: freed by the pass). `each` may see only a prefix of what
+/// `begin` saw (the output had room for fewer); the rest is lent again,
+/// and begun again, later.
+pub trait RunWork {
+    fn begin(&mut self, run: &[Packet]);
+    fn each(&mut self, p: &mut Packet) -> Option<usize>;
+}
+
+/// The lent slots of a run as packets, to show them to
+/// [`RunWork::begin`].
+#[inline(always)]
+fn as_packets(slots: &[RawPacket]) -> &[Packet] {
+    // SAFETY: Packet is repr(transparent) over RawPacket, and every slot
+    // of a lent run holds a live packet (a round trip never lends an
+    // empty slot to its consumer); the shared borrow lets nobody move a
+    // packet out or replace one while it lasts.
+    unsafe { std::slice::from_raw_parts(slots.as_ptr() as *const Packet, slots.len()) }
+}
+
 /// The sending end of a packet queue.
 pub struct PacketSender(Box<dyn BurstSender<RawPacket>>);
 
@@ -207,7 +233,8 @@ impl PacketInputs {
     }
 
     /// Zero-copy worker pass: the next run of waiting packets (one input,
-    /// up to `max`) goes through `each`, in order, and those it keeps move
+    /// up to `max`) goes through `work` ([`RunWork`]: the part `out` has
+    /// room for is begun, then each packet, in order), and those it keeps move
     /// straight into `out`'s free slots (one copy, no staging burst); those
     /// it does not keep are freed. Where `out` has room for fewer, only
     /// that many are taken. Where it has none, `refused()` decides: true
@@ -219,7 +246,7 @@ impl PacketInputs {
         &mut self,
         out: &mut PacketSender,
         max: usize,
-        mut each: impl FnMut(&mut Packet) -> bool,
+        work: &mut impl RunWork,
         mut refused: impl FnMut() -> bool,
     ) -> (usize, usize, usize) {
         let (mut kept, mut rejected) = (0, 0);
@@ -237,6 +264,7 @@ impl PacketInputs {
                 let mut consumed = 0;
                 let sent = out.0.send_with(src.len(), &mut |dst: &mut [RawPacket]| {
                     consumed = dst.len().min(src.len());
+                    work.begin(as_packets(&src[..consumed]));
                     // Kept packets are gathered in the scratch run (not in
                     // `src`: see `Scratch`), then copied out in one go:
                     // stores to `dst`, lines the consumer read last, would
@@ -248,7 +276,7 @@ impl PacketInputs {
                         // (kept in the scratch run, then moved to `dst`, or
                         // freed) and the input forgets it.
                         let mut p = unsafe { Packet::from_raw(raw) };
-                        if each(&mut p) {
+                        if work.each(&mut p).is_some() {
                             gathered[j] = p.into_raw();
                             j += 1;
                         } else {
@@ -327,17 +355,13 @@ impl PacketInputs {
     }
 
     /// Round trip, the worker's pass: the next run of waiting packets (one
-    /// input, up to `max`) goes through `each`, in order, where it lies:
+    /// input, up to `max`) goes through `work` ([`RunWork`]), in order, where it lies:
     /// those it keeps stay in their slots (a slot is written only if
     /// `each` changed its packet's word), those it does not keep are freed
     /// and their slots emptied; the whole run then goes back to the RX
     /// lcore that sent it. Returns (taken, rejected by `each`).
     #[inline]
-    pub fn process_in_place(
-        &mut self,
-        max: usize,
-        mut each: impl FnMut(&mut Packet) -> bool,
-    ) -> (usize, usize) {
+    pub fn process_in_place(&mut self, max: usize, work: &mut impl RunWork) -> (usize, usize) {
         let mut rejected = 0;
         let taken = self.0.first(|input| {
             input.0.recv_with(max, &mut |slots: &mut [RawPacket]| {
@@ -346,13 +370,14 @@ impl PacketInputs {
                     // frame; the slot keeps it.
                     unsafe { Packet::from_raw(raw) }.prefetch_data();
                 }
+                work.begin(as_packets(slots));
                 for slot in slots.iter_mut() {
                     // SAFETY: a packet the input lent us (a round trip
                     // never lends an empty slot to its consumer): it goes
                     // back into the slot, or is freed and the slot emptied,
                     // so it has one owner either way.
                     let mut p = unsafe { Packet::from_raw(*slot) };
-                    if each(&mut p) {
+                    if work.each(&mut p).is_some() {
                         let raw = p.into_raw();
                         if raw != *slot {
                             *slot = raw;

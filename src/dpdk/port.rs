@@ -127,6 +127,12 @@ pub fn rx_offload_scatter() -> u64 {
     unsafe { sys::tqfwd_rx_offload_scatter }
 }
 
+/// `RTE_ETH_RX_OFFLOAD_IPV4_CKSUM`.
+pub fn rx_offload_ipv4_cksum() -> u64 {
+    // SAFETY: reads a const defined in shim.c.
+    unsafe { sys::tqfwd_rx_offload_ipv4_cksum }
+}
+
 /// `RTE_ETH_TX_OFFLOAD_MULTI_SEGS`.
 pub fn tx_offload_multi_segs() -> u64 {
     // SAFETY: reads a const defined in shim.c.

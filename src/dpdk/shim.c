@@ -13,6 +13,7 @@ const uint64_t tqfwd_mbuf_f_rx_rss_hash = RTE_MBUF_F_RX_RSS_HASH;
 const uint64_t tqfwd_tx_offload_mbuf_fast_free = RTE_ETH_TX_OFFLOAD_MBUF_FAST_FREE;
 const uint16_t tqfwd_mbuf_default_buf_size = RTE_MBUF_DEFAULT_BUF_SIZE;
 const uint64_t tqfwd_rx_offload_scatter = RTE_ETH_RX_OFFLOAD_SCATTER;
+const uint64_t tqfwd_rx_offload_ipv4_cksum = RTE_ETH_RX_OFFLOAD_IPV4_CKSUM;
 const uint64_t tqfwd_tx_offload_multi_segs = RTE_ETH_TX_OFFLOAD_MULTI_SEGS;
 
 /*

@@ -21,6 +21,8 @@
 #include <rte_version.h>
 #include <rte_bus_vdev.h>
 #include <rte_pdump.h>
+#include <rte_fib.h>
+#include <rte_fib6.h>
 
 /* Small helpers for what bindgen cannot reach (thread-local rte_errno). */
 int tqfwd_rte_errno(void);
@@ -38,6 +40,7 @@ extern const uint64_t tqfwd_mbuf_f_rx_rss_hash;
 extern const uint64_t tqfwd_tx_offload_mbuf_fast_free;
 extern const uint16_t tqfwd_mbuf_default_buf_size;
 extern const uint64_t tqfwd_rx_offload_scatter;
+extern const uint64_t tqfwd_rx_offload_ipv4_cksum;
 extern const uint64_t tqfwd_tx_offload_multi_segs;
 
 /* 1 when shim.c's rte_mp_reply (the pdump reply gate) is the one this

@@ -17,6 +17,7 @@ pub mod clock;
 pub mod control;
 pub mod lifecycle;
 pub mod rate;
+pub mod route;
 pub mod rx;
 pub mod settings;
 pub mod stages;
@@ -34,6 +35,7 @@ use crate::dpdk::{self, signal, Eal, PacketInputs, PacketSender, TxQueue};
 use crate::error::RunError;
 use crate::setup::handoff::{Links, Probed};
 use crate::setup::ports::{LcoreQueues, PolledQueue};
+use crate::setup::routes::Routes;
 use crate::setup::Resources;
 use lifecycle::{PortGates, PortMonitor};
 use rx::{RxPorts, RxRules, RxStage};
@@ -66,6 +68,8 @@ pub struct LcoreWork {
     /// of those the stages have.
     settings: Arc<SettingsCell>,
     seen: u64,
+    /// This lcore's acknowledgement slot in `settings`.
+    slot: usize,
 }
 
 impl LcoreWork {
@@ -83,7 +87,9 @@ impl LcoreWork {
         if let Some(t) = self.tx.as_mut() {
             t.set_live(&s);
         }
+        drop(s);
         self.seen = epoch;
+        self.settings.acknowledge(self.slot, epoch);
     }
 }
 
@@ -132,6 +138,7 @@ impl Forwarding {
         links: Links,
         queues: LcoreQueues,
         captured: &[u16],
+        routes: Option<Arc<Routes>>,
     ) -> Result<Forwarding, RunError> {
         let mut memif = [false; MAX_PORTS];
         for (i, info) in res.infos.iter().enumerate() {
@@ -153,7 +160,13 @@ impl Forwarding {
             .collect();
         let (captures, taps) = captures(plan, res, captured)?;
         let probes = handoff_queues(plan, &links);
-        let settings = SettingsCell::new(Settings::new(&plan.stages, &res.macs[..plan.n_ports]));
+        let settings = SettingsCell::new(
+            Settings {
+                routes,
+                ..Settings::new(&plan.stages, &res.macs[..plan.n_ports])
+            },
+            plan.lcores.len(),
+        );
         let mut wiring = Wiring::new(plan, res, links, queues, gates.clone(), taps, &settings);
         let work = counters
             .iter()
@@ -434,6 +447,11 @@ impl<'a> Wiring<'a> {
             port_slot: plan.port_lcores.iter().position(|&x| x == l),
             settings: self.settings.clone(),
             seen: self.settings.epoch(),
+            slot: plan
+                .lcores
+                .iter()
+                .position(|&x| x == l)
+                .unwrap_or(usize::MAX),
         }
     }
 
@@ -478,7 +496,12 @@ impl<'a> Wiring<'a> {
 
     fn worker_stage(&mut self, w: usize, c: &Arc<LcoreCounters>) -> WorkerStage {
         let plan = self.plan;
+        let (_, live) = self.settings.current();
         let rules = WorkerRules {
+            routes: live
+                .routes
+                .as_ref()
+                .map(|r| r.for_socket(plan.worker_sockets[w])),
             map: self.map.clone(),
             rewrite: plan.stages.mac_rewrite,
             work_cycles: plan.stages.worker_cycles as u64,
@@ -645,6 +668,8 @@ fn run_lcore<const RX: u8, const WK: u8, const TX: u8>(
     if let Some(s) = work.port_slot {
         q.offline(s);
     }
+    // Nothing this lcore holds is read any more.
+    work.settings.acknowledge(work.slot, settings::GONE);
 }
 
 /// Publishes the loop clock's busy/idle figures for the readers.

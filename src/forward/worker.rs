@@ -6,12 +6,14 @@
 //! round-trip`), where that lcore transmits.
 
 use super::rate::{FullPolicy, Hold};
+use super::route::L3Work;
 use super::stages::{flush_buckets, receive, synthetic_work, Coalescing, Drops, StageCommon};
 use crate::config::class::MAX_CLASSES;
 use crate::config::StageMode;
 use crate::config::MAX_PORTS;
 use crate::counters::lcore::{bump, DropReason, LcoreCounters, IN_PLACE_WORKER};
-use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender, RunStore};
+use crate::dpdk::{self, Burst, Packet, PacketInputs, PacketSender, RunStore, RunWork};
+use crate::setup::routes::SocketRoutes;
 use crate::wire::{self, FrameClass};
 use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
@@ -39,6 +41,8 @@ pub struct WorkerRules {
     pub class: u8,
     /// `--debug-stall-worker`: sleep this long once, at the first packet.
     pub stall: Option<std::time::Duration>,
+    /// L3 mode (`--routes`): the tables of the worker's socket.
+    pub routes: Option<Arc<SocketRoutes>>,
 }
 
 /// Parses and classifies each frame, rewrites its MACs (l2fwd convention),
@@ -61,8 +65,12 @@ pub struct WorkerStage {
     /// Packets per transfer unit.
     unit: usize,
     policy: FullPolicy,
+    /// What the stage does to each packet, L2 or L3 (decided at start; a
+    /// reload does not switch it). Taken out for the length of a poll.
+    work: Option<Work>,
+    /// The port map the burst mode hands packets on by (the L2 work's
+    /// own; in L3 mode the identity, packets naming their output port).
     map: Box<PortMap>,
-    rewrite: bool,
     work_cycles: u64,
     /// The application class this worker serves (0 = default), repeated
     /// per TX bucket for drop accounting.
@@ -96,7 +104,18 @@ impl WorkerStage {
             work_cycles,
             class,
             stall,
+            routes,
         } = rules;
+        let work = match routes {
+            Some(t) => Work::L3(L3Work::new(t, map.tx_index)),
+            None => Work::L2(Box::new(L2Work {
+                map: map.clone(),
+                rewrite,
+                work_cycles: 0,
+                class_counts: [0; FrameClass::COUNT],
+                scratch: [0; wire::PARSE_HEAD_LEN],
+            })),
+        };
         WorkerStage {
             bucket_class: vec![class; senders.len()],
             inputs,
@@ -111,8 +130,8 @@ impl WorkerStage {
             unit,
             policy,
             stall,
+            work: Some(work),
             map: Box::new(map),
-            rewrite,
             work_cycles,
             counters,
             done: false,
@@ -120,10 +139,22 @@ impl WorkerStage {
     }
 
     /// A reload's settings (`forward::settings`), between polls: the MACs
-    /// written, whether they are, and `--on-full` / `--drop-after`.
+    /// written and whether they are (L2), the route tables (L3), and
+    /// `--on-full` / `--drop-after`.
     pub fn set_live(&mut self, s: &super::settings::Settings) {
-        self.map.macs = s.macs;
-        self.rewrite = s.rewrite;
+        match self.work.as_mut() {
+            Some(Work::L2(w)) => {
+                w.map.macs = s.macs;
+                w.rewrite = s.rewrite;
+            }
+            Some(Work::L3(w)) => {
+                if let Some(r) = &s.routes {
+                    let socket = w.tables().socket;
+                    w.set_tables(r.for_socket(socket));
+                }
+            }
+            None => {}
+        }
         self.policy = s.policy;
     }
 
@@ -200,50 +231,23 @@ impl WorkerStage {
         }
     }
 
-    /// Counts a round's classes and runts.
-    #[inline]
-    fn count(&self, class_counts: &[u64; FrameClass::COUNT], runts: u64) {
-        for (i, c) in class_counts.iter().enumerate() {
-            if *c != 0 {
-                bump(&self.counters.worker_classes[i], *c);
-            }
-        }
-        if runts != 0 {
-            self.counters.count_drop(DropReason::Runt, runts);
-        }
-    }
-
     /// The zero-copy round: up to a batch, run by run, from the input
     /// queues' slots into the TX queue's (`PacketInputs::forward_into`).
     #[inline]
-    fn poll_in_place(&mut self, upstream_done: bool) -> usize {
+    fn poll_in_place(&mut self, work: &mut impl StageWork, upstream_done: bool) -> usize {
         self.stall_at_first_packet();
-        let mut work_cycles = self.work_cycles();
-        let mut class_counts = [0u64; FrameClass::COUNT];
-        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
-        let (mut total, mut runts, mut refused) = (0, 0, 0);
-        let (map, rewrite, policy) = (&*self.map, self.rewrite, self.policy);
+        work.start_round(self.work_cycles());
+        let (mut total, mut rejects, mut refused) = (0, 0, 0);
+        let policy = self.policy;
         let hold = &mut self.holds[0];
         while total < self.pass {
             let mut dropped = false;
-            let (taken, _kept, rejected) = self.inputs.forward_into(
-                &mut self.senders[0],
-                self.pass - total,
-                |p| {
-                    process(
-                        p,
-                        map,
-                        rewrite,
-                        &mut work_cycles,
-                        &mut class_counts,
-                        &mut scratch,
-                    )
-                },
-                || {
-                    dropped = hold.refused(policy, dpdk::rdtsc_inline);
-                    dropped
-                },
-            );
+            let (taken, _kept, rejected) =
+                self.inputs
+                    .forward_into(&mut self.senders[0], self.pass - total, work, || {
+                        dropped = hold.refused(policy, dpdk::rdtsc_inline);
+                        dropped
+                    });
             if taken == 0 {
                 break;
             }
@@ -251,24 +255,25 @@ impl WorkerStage {
                 refused += taken;
             } else {
                 hold.took();
-                runts += rejected;
+                rejects += rejected;
             }
             total += taken;
         }
-        self.end_round(total, upstream_done, &class_counts, runts, refused)
+        self.end_round(work, total, upstream_done, rejects, refused)
     }
 
-    /// The end of an in-place round that took `total` packets: with none,
-    /// the stage is done once upstream is and its inputs are empty; else
-    /// the round is counted (packets, classes, `runts`, and `dropped` as
-    /// `worker_handoff_full` of this worker's class). Returns `total`.
+    /// The end of a round that took `total` packets: with none, the stage
+    /// is done once upstream is and its inputs are empty; else the round
+    /// is counted (packets, what `work` counts of its `rejects`, and
+    /// `dropped` as `worker_handoff_full` of this worker's class). Returns
+    /// `total`.
     #[inline]
     fn end_round(
         &mut self,
+        work: &mut impl StageWork,
         total: usize,
         upstream_done: bool,
-        class_counts: &[u64; FrameClass::COUNT],
-        runts: usize,
+        rejects: usize,
         dropped: usize,
     ) -> usize {
         if total == 0 {
@@ -278,7 +283,7 @@ impl WorkerStage {
             return 0;
         }
         bump(&self.counters.worker_packets, total as u64);
-        self.count(class_counts, runts as u64);
+        work.finish_round(&self.counters, rejects as u64);
         if dropped != 0 {
             self.counters
                 .count_drop(DropReason::WorkerHandoffFull, dropped as u64);
@@ -294,31 +299,19 @@ impl WorkerStage {
     /// The round-trip round: up to a batch, run by run, processed in the
     /// input queues' slots and handed back (`PacketInputs::process_in_place`).
     #[inline]
-    fn poll_round_trip(&mut self, upstream_done: bool) -> usize {
+    fn poll_round_trip(&mut self, work: &mut impl StageWork, upstream_done: bool) -> usize {
         self.stall_at_first_packet();
-        let mut work_cycles = self.work_cycles();
-        let mut class_counts = [0u64; FrameClass::COUNT];
-        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
-        let (mut total, mut runts) = (0, 0);
-        let (map, rewrite) = (&*self.map, self.rewrite);
+        work.start_round(self.work_cycles());
+        let (mut total, mut rejects) = (0, 0);
         while total < self.pass {
-            let (taken, rejected) = self.inputs.process_in_place(self.pass - total, |p| {
-                process(
-                    p,
-                    map,
-                    rewrite,
-                    &mut work_cycles,
-                    &mut class_counts,
-                    &mut scratch,
-                )
-            });
+            let (taken, rejected) = self.inputs.process_in_place(self.pass - total, work);
             if taken == 0 {
                 break;
             }
-            runts += rejected;
+            rejects += rejected;
             total += taken;
         }
-        self.end_round(total, upstream_done, &class_counts, runts, 0)
+        self.end_round(work, total, upstream_done, rejects, 0)
     }
 
     /// The scatter round: up to a batch, run by run, from the input
@@ -326,44 +319,27 @@ impl WorkerStage {
     /// What a full TX queue gives back waits in its bucket, handed on
     /// (or, held too long, dropped: `Hold`) before more is taken.
     #[inline]
-    fn poll_scatter(&mut self, upstream_done: bool) -> usize {
+    fn poll_scatter(&mut self, work: &mut impl StageWork, upstream_done: bool) -> usize {
         if !self.flush() {
             self.coalescing.end_poll(&mut self.senders, true);
             return 0;
         }
         self.stall_at_first_packet();
-        let mut work_cycles = self.work_cycles();
-        let mut class_counts = [0u64; FrameClass::COUNT];
-        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
-        let (mut total, mut runts, mut lost) = (0, 0, 0);
-        let map = &*self.map;
-        let rewrite = self.rewrite;
+        work.start_round(self.work_cycles());
+        let (mut total, mut rejects, mut lost) = (0, 0, 0);
         while total < self.pass {
             let s = self.inputs.scatter_into(
                 &mut self.senders,
                 &mut self.runs,
                 &mut self.buckets,
                 self.pass - total,
-                |p| {
-                    if !process(
-                        p,
-                        map,
-                        rewrite,
-                        &mut work_cycles,
-                        &mut class_counts,
-                        &mut scratch,
-                    ) {
-                        return None;
-                    }
-                    let out = map.out_port[p.port() as usize % MAX_PORTS] as usize;
-                    Some(map.tx_index[out] as usize)
-                },
+                work,
             );
             if s.taken == 0 {
                 break;
             }
             total += s.taken;
-            runts += s.rejected;
+            rejects += s.rejected;
             lost += s.lost;
             if s.held != 0 {
                 break;
@@ -372,7 +348,7 @@ impl WorkerStage {
         // Short of a whole pass: the inputs ran dry or a TX queue is full.
         self.coalescing
             .end_poll(&mut self.senders, total < self.pass || upstream_done);
-        let total = self.end_round(total, upstream_done, &class_counts, runts, lost);
+        let total = self.end_round(work, total, upstream_done, rejects, lost);
         if total != 0 {
             self.flush();
         }
@@ -385,20 +361,39 @@ impl WorkerStage {
     /// had (read before receiving).
     #[inline]
     pub fn poll<const MODE: u8>(&mut self, upstream_done: bool) -> usize {
+        // The work is L2 or L3 for the whole run: one predicted branch per
+        // poll, none per packet.
+        let Some(mut work) = self.work.take() else {
+            return 0;
+        };
+        let n = match &mut work {
+            Work::L2(w) => self.poll_with::<MODE>(&mut **w, upstream_done),
+            Work::L3(w) => self.poll_with::<MODE>(&mut **w, upstream_done),
+        };
+        self.work = Some(work);
+        n
+    }
+
+    #[inline(always)]
+    fn poll_with<const MODE: u8>(
+        &mut self,
+        work: &mut impl StageWork,
+        upstream_done: bool,
+    ) -> usize {
         if MODE == StageMode::RoundTrip as u8 {
-            self.poll_round_trip(upstream_done)
+            self.poll_round_trip(work, upstream_done)
         } else if MODE == StageMode::InPlace as u8 {
-            self.poll_in_place(upstream_done)
+            self.poll_in_place(work, upstream_done)
         } else if MODE == StageMode::Scatter as u8 {
-            self.poll_scatter(upstream_done)
+            self.poll_scatter(work, upstream_done)
         } else {
-            self.poll_bursts(upstream_done)
+            self.poll_bursts(work, upstream_done)
         }
     }
 
     /// One receive/process/hand-on round through the stage's bursts.
     #[inline]
-    fn poll_bursts(&mut self, upstream_done: bool) -> usize {
+    fn poll_bursts(&mut self, work: &mut impl StageWork, upstream_done: bool) -> usize {
         if !self.flush() {
             return 0;
         }
@@ -422,22 +417,10 @@ impl WorkerStage {
         }
         let counters = &*self.counters;
         bump(&counters.worker_packets, n as u64);
-        let map = &*self.map;
-        let rewrite = self.rewrite;
-        let mut work_cycles = self.work_cycles();
-        let mut class_counts = [0u64; FrameClass::COUNT];
-        let mut scratch = [0u8; wire::PARSE_HEAD_LEN];
-        let runts = self.inbuf.retain_or_free(|m| {
-            process(
-                m,
-                map,
-                rewrite,
-                &mut work_cycles,
-                &mut class_counts,
-                &mut scratch,
-            )
-        });
-        self.count(&class_counts, runts as u64);
+        work.start_round(self.work_cycles());
+        work.begin(self.inbuf.as_slice());
+        let rejects = self.inbuf.retain_or_free(|m| work.each(m).is_some());
+        work.finish_round(counters, rejects as u64);
         // Packets a bucket could not take (never: the flush at the top
         // emptied every bucket): freed by push_or_free, counted here.
         let mut lost = 0u64;
@@ -446,6 +429,7 @@ impl WorkerStage {
             self.inbuf
                 .move_each(|m| lost += u64::from(!bucket.push_or_free(m)));
         } else {
+            let map = &*self.map;
             let buckets = &mut self.buckets;
             self.inbuf.move_each(|m| {
                 let out = map.out_port[m.port() as usize % MAX_PORTS] as usize;
@@ -458,6 +442,88 @@ impl WorkerStage {
         }
         self.flush();
         n
+    }
+}
+
+/// What a worker does to packets, L2 or L3, chosen when it is built.
+enum Work {
+    L2(Box<L2Work>),
+    L3(Box<L3Work>),
+}
+
+/// A worker's work on the runs it takes ([`RunWork`]), with what it
+/// counts per round.
+trait StageWork: RunWork {
+    /// A round begins, with `work_cycles` of synthetic work per packet.
+    fn start_round(&mut self, work_cycles: u64);
+    /// The round is over: counts what it found, of which `rejects`
+    /// packets were not kept.
+    fn finish_round(&mut self, counters: &LcoreCounters, rejects: u64);
+}
+
+impl StageWork for L3Work {
+    #[inline(always)]
+    fn start_round(&mut self, work_cycles: u64) {
+        L3Work::start_round(self, work_cycles);
+    }
+
+    #[inline(always)]
+    fn finish_round(&mut self, counters: &LcoreCounters, rejects: u64) {
+        let counted = L3Work::finish_round(self, counters);
+        debug_assert_eq!(counted, rejects);
+    }
+}
+
+/// The L2 work (l2fwd's convention): classify, drop runts, rewrite the
+/// MACs for the paired output port.
+struct L2Work {
+    map: PortMap,
+    /// Rewrite the MACs (not `--no-mac-rewrite`).
+    rewrite: bool,
+    /// `--worker-cycles` for this round (0 once a stop cut it short).
+    work_cycles: u64,
+    class_counts: [u64; FrameClass::COUNT],
+    scratch: [u8; wire::PARSE_HEAD_LEN],
+}
+
+impl RunWork for L2Work {
+    #[inline(always)]
+    fn begin(&mut self, _run: &[Packet]) {}
+
+    #[inline(always)]
+    fn each(&mut self, p: &mut Packet) -> Option<usize> {
+        if !process(
+            p,
+            &self.map,
+            self.rewrite,
+            &mut self.work_cycles,
+            &mut self.class_counts,
+            &mut self.scratch,
+        ) {
+            return None;
+        }
+        let out = self.map.out_port[p.port() as usize % MAX_PORTS] as usize;
+        Some(self.map.tx_index[out] as usize)
+    }
+}
+
+impl StageWork for L2Work {
+    #[inline(always)]
+    fn start_round(&mut self, work_cycles: u64) {
+        self.work_cycles = work_cycles;
+    }
+
+    /// Counts the round's classes, and its rejects as runts.
+    #[inline]
+    fn finish_round(&mut self, counters: &LcoreCounters, rejects: u64) {
+        for (i, c) in self.class_counts.iter_mut().enumerate() {
+            if *c != 0 {
+                bump(&counters.worker_classes[i], std::mem::take(c));
+            }
+        }
+        if rejects != 0 {
+            counters.count_drop(DropReason::Runt, rejects);
+        }
     }
 }
 

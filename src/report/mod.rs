@@ -238,7 +238,7 @@ fn port_reports(
                 driver: info.driver.clone(),
                 socket: info.socket,
                 mac: MacAddr(res.macs[i]).to_string(),
-                peer_port: plan.out_port[i],
+                peer_port: plan.routes.is_none().then_some(plan.out_port[i]),
                 rx_packets: rx_queues.iter().sum(),
                 tx_packets: totals.tx_port[i],
                 rx_queues,

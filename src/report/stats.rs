@@ -180,7 +180,9 @@ pub struct PortReport {
     pub driver: String,
     pub socket: i32,
     pub mac: String,
-    pub peer_port: u16,
+    /// The port its frames leave by (L2 mode's pairing); None in L3 mode,
+    /// where each frame's route decides.
+    pub peer_port: Option<u16>,
     pub rx_packets: u64,
     pub tx_packets: u64,
     /// Per RX queue packet counts (queue i is polled by the i-th RX lcore).
@@ -369,9 +371,12 @@ impl Report {
         }
         s.push('\n');
         for p in &self.ports {
+            let to = p
+                .peer_port
+                .map_or_else(|| "routed".to_string(), |q| format!("port {q}"));
             s.push_str(&format!(
-                "  port {} ({}, {}, socket {}, mac {}) -> port {}: rx {} tx {} rx_queues {:?} hw: ipackets {} opackets {} imissed {} rx_nombuf {} ierrors {} oerrors {}\n",
-                p.port, p.name, p.driver, p.socket, p.mac, p.peer_port, p.rx_packets, p.tx_packets, p.rx_queues,
+                "  port {} ({}, {}, socket {}, mac {}) -> {}: rx {} tx {} rx_queues {:?} hw: ipackets {} opackets {} imissed {} rx_nombuf {} ierrors {} oerrors {}\n",
+                p.port, p.name, p.driver, p.socket, p.mac, to, p.rx_packets, p.tx_packets, p.rx_queues,
                 p.hw_ipackets, p.hw_opackets, p.hw_imissed, p.hw_rx_nombuf, p.hw_ierrors, p.hw_oerrors
             ));
         }

@@ -20,12 +20,14 @@ pub mod frames;
 pub mod handoff;
 pub mod pools;
 pub mod ports;
+pub mod routes;
 
 use crate::config::{Machine, Plan, PortFacts, MAX_PORTS};
 use crate::dpdk::{flow::InstalledFlow, Eal, Mempool, Port, PortInfo, U64Field};
 use crate::error::RunError;
 use handoff::Links;
 use ports::{LcoreQueues, OpenPorts};
+use std::sync::Arc;
 
 /// The machine's facts from EAL and the probed ports, and the ports
 /// themselves (in id order, as `Machine::ports`).
@@ -74,6 +76,9 @@ pub struct Resources {
     pub rx_desc: u16,
     /// The mbuf field RX stamps latency samples in (`--latency`).
     pub stamp: Option<U64Field>,
+    /// L3 mode: the route tables of every worker's socket (freed with the
+    /// last holder: this, the live settings and the workers).
+    pub routes: Option<Arc<routes::Routes>>,
 }
 
 impl Resources {
@@ -98,6 +103,7 @@ impl Resources {
             macs: [[0; 6]; MAX_PORTS],
             rx_desc: plan.ports.rx_desc,
             stamp: None,
+            routes: None,
         };
         let mut queues = Vec::with_capacity(res.ports.len());
         for i in 0..res.ports.len() {
@@ -124,6 +130,12 @@ impl Resources {
             res.macs[i] = up.mac;
             res.port_setup.push(up.setup);
             queues.push(up.queues);
+        }
+        if let Some(table) = &plan.routes {
+            let macs = plan.stages.mac_headers(&res.macs[..res.ports.len()]);
+            let built = routes::build(table.clone(), &plan.worker_sockets, &macs)?;
+            log::info!("{}", built.summary());
+            res.routes = Some(Arc::new(built));
         }
         ports::wait_for_links(&res.ports, plan.ports.link_timeout);
         if plan.latency.is_some() {

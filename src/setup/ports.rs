@@ -186,6 +186,13 @@ pub fn bring_up_port(
     };
     // Chains received on any port leave by every port.
     let multi_segs = frames::tx_offloads(p.frames.iter().any(|f| f.chained), info);
+    // L3 mode checks every IPv4 header checksum: where the port offers
+    // to, the NIC does (its verdict rides in the packet word).
+    let ip_cksum = if plan.routes.is_some() {
+        info.rx_offload_capa & dpdk::port::rx_offload_ipv4_cksum()
+    } else {
+        0
+    };
     let frame = &p.frames[i];
     let configure = |n_rxq: usize| {
         let conf = PortConf {
@@ -193,7 +200,7 @@ pub fn bring_up_port(
             tx_queues: n_tx as u16,
             rss_hf,
             mtu: frame.mtu,
-            rx_offloads: frame.rx_offloads,
+            rx_offloads: frame.rx_offloads | ip_cksum,
             tx_offloads: fast_free | multi_segs,
         };
         configure_and_start(&p, &conf, &plan.ports, pool)
@@ -224,8 +231,13 @@ pub fn bring_up_port(
     }
     let (r, t) = (started.rx_desc, started.tx_desc);
     let mac = port.mac()?;
-    if let Err(e) = port.enable_promiscuous() {
-        log::warn!("port {i}: promiscuous mode not enabled ({e})");
+    // L2 mode forwards whatever arrives; a router (L3 mode) takes only
+    // frames addressed to it, and the NIC's own MAC filter drops the rest
+    // where that costs nothing.
+    if plan.routes.is_none() {
+        if let Err(e) = port.enable_promiscuous() {
+            log::warn!("port {i}: promiscuous mode not enabled ({e})");
+        }
     }
     log::info!(
         "port {i}: {} ({}), socket {}, mac {}, {} RX x {r} desc, {n_tx} TX x {t} desc, RSS {}, MBUF_FAST_FREE {}, max frame {} in {}{}",

@@ -140,6 +140,57 @@ fn flow_frame_v4(
     ether(dst_mac, src_mac, &[], ethertype::IPV4, &ip)
 }
 
+/// A UDP frame to `dst` from `src` (both IPv4 or both IPv6) with TTL or
+/// hop limit `ttl`, `frame_len` bytes on the wire (`frame_len - 4`
+/// returned, at least the minimum frame), valid checksums, and the stamp
+/// of (`flow_id`, `seq`): what the L3 mode's tests route.
+///
+/// # Panics
+/// If the two addresses are of different families.
+pub fn routed_udp_frame(
+    src: std::net::IpAddr,
+    dst: std::net::IpAddr,
+    ttl: u8,
+    flow_id: u32,
+    seq: u64,
+    frame_len: usize,
+) -> Vec<u8> {
+    use std::net::IpAddr;
+    let room = frame_len.max(MIN_FRAME_LEN) - FCS_LEN;
+    let sport = 1024 + (flow_id % 60_000) as u16;
+    let f = match (src, dst) {
+        (IpAddr::V4(s), IpAddr::V4(d)) => {
+            let mut payload = vec![0u8; room.saturating_sub(ETH + IP4 + UDP).max(STAMP_LEN)];
+            payload[..STAMP_LEN].copy_from_slice(&stamp(flow_id, seq));
+            let udp = udp_v4(s.octets(), d.octets(), sport, DST_PORT, &payload);
+            let mut ip = ipv4_packet(
+                s.octets(),
+                d.octets(),
+                protocol::UDP,
+                seq as u16,
+                0x4000,
+                0,
+                &udp,
+            );
+            ip[8] = ttl;
+            ip[10..12].copy_from_slice(&[0, 0]);
+            let c = checksum::internet_checksum(&ip[..IP4]);
+            ip[10..12].copy_from_slice(&c.to_be_bytes());
+            ether(DEFAULT_DST_MAC, DEFAULT_SRC_MAC, &[], ethertype::IPV4, &ip)
+        }
+        (IpAddr::V6(s), IpAddr::V6(d)) => {
+            let mut payload = vec![0u8; room.saturating_sub(ETH + 40 + UDP).max(STAMP_LEN)];
+            payload[..STAMP_LEN].copy_from_slice(&stamp(flow_id, seq));
+            let udp = udp_v6(s.octets(), d.octets(), sport, DST_PORT, &payload);
+            let mut ip = ipv6_packet(s.octets(), d.octets(), protocol::UDP, &udp);
+            ip[7] = ttl;
+            ether(DEFAULT_DST_MAC, DEFAULT_SRC_MAC, &[], ethertype::IPV6, &ip)
+        }
+        _ => panic!("routed_udp_frame: {src} and {dst} are of different families"),
+    };
+    f
+}
+
 /// Largest captured frame [`udp_frame_sized`] builds: room for 9000-byte
 /// jumbo MTUs and frames beyond them.
 pub const MAX_SIZED_FRAME: usize = 16_000;

@@ -55,6 +55,7 @@ pub mod flow;
 pub mod ipv4;
 pub mod ipv6;
 pub mod l4;
+pub mod router;
 
 use core::fmt;
 

@@ -623,6 +623,82 @@ impl Drop for NetnsPair {
     }
 }
 
+/// The namespaces and veths of a kernel-peer test ([`NetnsPair::create`]
+/// with these MACs and addresses), or None (after saying why, see
+/// [`skip_test`]) where the tools or the privileges are missing.
+pub fn kernel_netns(
+    test: &str,
+    mac_a: &str,
+    ip_a: &str,
+    mac_b: &str,
+    ip_b: &str,
+) -> Option<NetnsPair> {
+    for tool in ["ip", "ethtool", "sysctl"] {
+        if !have_command(tool) {
+            skip_test(test, &format!("`{tool}` not found (scripts/install-deps.sh installs iproute2, ethtool, procps)"));
+            return None;
+        }
+    }
+    match NetnsPair::create(mac_a, ip_a, mac_b, ip_b) {
+        Ok(n) => Some(n),
+        Err(e) => {
+            skip_test(test, &format!("cannot create network namespaces / veths here ({e}); needs root with CAP_NET_ADMIN + CAP_SYS_ADMIN"));
+            None
+        }
+    }
+}
+
+/// tqfwd beside other processes (tests/peers.rs, tests/routes_kernel.rs):
+/// on `lcores`, its own `--file-prefix`, 256 MB of memory
+/// ([`mem_args_mb`]), the ports `vdevs`, then `app` and `--stats-json
+/// json`, logging at info.
+pub fn peer_tqfwd_cmd(
+    lcores: &str,
+    prefix: &str,
+    vdevs: &[String],
+    app: &[&str],
+    json: &Path,
+) -> Command {
+    let mut c = Command::new(bin());
+    c.args([
+        "-l",
+        lcores,
+        "--no-pci",
+        "--log-level=lib.eal:warning",
+        "--file-prefix",
+        prefix,
+    ]);
+    c.args(mem_args_mb(256));
+    for v in vdevs {
+        c.arg(format!("--vdev={v}"));
+    }
+    c.arg("--").args(app).arg("--stats-json").arg(json);
+    c.env("RUST_LOG", "info");
+    c
+}
+
+/// Waits for tqfwd (already signalled to stop) to exit and turns it into
+/// a `Run` for [`assert_clean_end`]; kills it and panics after 20 s.
+pub fn finish_tqfwd(tq: &mut Proc, json: &Path, started: Instant) -> Run {
+    let status = match tq.wait_exit(Duration::from_secs(20)) {
+        Some(s) => s,
+        None => {
+            tq.signal("KILL");
+            panic!("tqfwd did not exit within 20 s of SIGINT\n{}", tq.text());
+        }
+    };
+    let json = std::fs::read_to_string(json)
+        .ok()
+        .map(|s| serde_json::from_str(&s).expect("valid JSON"));
+    Run {
+        status,
+        stdout: tq.text(),
+        stderr: String::new(),
+        json,
+        elapsed: started.elapsed(),
+    }
+}
+
 /// Deletes `tqa<pid>_<n>` / `tqb<pid>_<n>` namespaces left behind by test
 /// processes that no longer exist (killed before their guards ran).
 pub fn sweep_stale_netns() {

@@ -20,7 +20,8 @@ use std::ptr::NonNull;
 /// Layout of the word: bits 6..47 are the mbuf address (mbufs are 64-byte
 /// aligned and below 2^47, which [`Mempool`](crate::dpdk::mempool::Mempool)
 /// checks for every mbuf of its pools at creation), bits 0..6 the flags
-/// (`SAMPLED`, `MULTI_SEG`, `FAR`), bits 47..59 the first segment's
+/// (`SAMPLED`, `MULTI_SEG`, `FAR`, and the NIC's IPv4 checksum verdict
+/// `IP_CKSUM_GOOD` / `IP_CKSUM_BAD`), bits 47..59 the first segment's
 /// length, bits 59..64 the input port. A packet whose frame does not start
 /// at the usual place ([`STD_FRAME_OFFSET`] bytes from the mbuf, as every
 /// PMD tqfwd uses puts it), whose first segment is longer than 4095 bytes
@@ -62,6 +63,13 @@ impl Packet {
     const MULTI_SEG: u64 = 2;
     /// Flag: length, frame start and port are read from the header.
     const FAR: u64 = 4;
+    /// Flag: the NIC found the IPv4 header checksum good
+    /// (`RTE_MBUF_F_RX_IP_CKSUM_GOOD`, or `_NONE`: the header's integrity
+    /// was verified).
+    const IP_CKSUM_GOOD: u64 = 8;
+    /// Flag: the NIC found the IPv4 header checksum bad
+    /// (`RTE_MBUF_F_RX_IP_CKSUM_BAD` alone).
+    const IP_CKSUM_BAD: u64 = 16;
     const LEN_SHIFT: u32 = 47;
     const LEN_MAX: u64 = (1 << 12) - 1;
     const PORT_SHIFT: u32 = 59;
@@ -82,15 +90,17 @@ impl Packet {
             unfit_address(addr);
         }
         let port = u64::from(port);
-        // SAFETY: live owned mbuf; plain field reads.
-        let (start, len, segs) = unsafe {
+        // SAFETY: live owned mbuf; plain field reads (one cache line).
+        let (start, len, segs, ol) = unsafe {
             let h = &*m.raw();
             (
                 (h.buf_addr as usize).wrapping_add(h.data_off as usize),
                 u64::from(h.data_len),
                 h.nb_segs,
+                h.ol_flags,
             )
         };
+        let cksum = Self::ip_cksum_flags(ol);
         // Runs for every received frame: the usual one (one segment, the
         // frame where the pools put it, a short length, a low port) takes
         // one branch on the tests combined with a bitwise `&`; the rest,
@@ -100,10 +110,20 @@ impl Packet {
             & (port <= Self::PORT_MAX);
         if fits & (segs == 1) {
             return Packet(RawPacket(
-                addr | len << Self::LEN_SHIFT | port << Self::PORT_SHIFT,
+                addr | len << Self::LEN_SHIFT | port << Self::PORT_SHIFT | cksum,
             ));
         }
-        Self::from_rx_unusual(addr, fits, len, port, segs)
+        Self::from_rx_unusual(addr | cksum, fits, len, port, segs)
+    }
+
+    /// The word's checksum flags for an mbuf's `ol_flags`: bit 4 of
+    /// `ol_flags` is `RTE_MBUF_F_RX_IP_CKSUM_BAD`, bit 7 `_GOOD` (both:
+    /// `_NONE`, counted good; neither: `_UNKNOWN`, no flag).
+    #[inline(always)]
+    fn ip_cksum_flags(ol: u64) -> u64 {
+        let good = (ol >> 7) & 1;
+        let bad = (ol >> 4) & 1 & !good;
+        (good * Self::IP_CKSUM_GOOD) | (bad * Self::IP_CKSUM_BAD)
     }
 
     /// [`from_rx`](Self::from_rx) for a chain, or a frame whose start,
@@ -164,6 +184,43 @@ impl Packet {
             return self.with_mbuf(|m| m.port());
         }
         (self.0 .0 >> Self::PORT_SHIFT) as u16
+    }
+
+    /// Sets the port the packet leaves by (L3 forwarding: the route's),
+    /// which the later stages then read as [`port`](Self::port): in the
+    /// word, or for a port the word cannot hold, in the mbuf header (the
+    /// packet becomes `FAR`, its length and start read from the header,
+    /// which still holds them).
+    #[inline]
+    pub fn set_port(&mut self, port: u16) {
+        if !self.is_far() && u64::from(port) <= Self::PORT_MAX {
+            let w = self.0 .0 & !(Self::PORT_MAX << Self::PORT_SHIFT);
+            self.0 .0 = w | u64::from(port) << Self::PORT_SHIFT;
+            return;
+        }
+        self.set_port_far(port);
+    }
+
+    #[inline(never)]
+    fn set_port_far(&mut self, port: u16) {
+        // SAFETY: live owned mbuf (`&mut self`: the only access); a plain
+        // field write.
+        unsafe { (*self.raw()).port = port };
+        self.0 .0 |= Self::FAR;
+    }
+
+    /// The NIC's verdict on the IPv4 header checksum, where it gave one
+    /// (`Some(true)`: good, `Some(false)`: bad), read at RX.
+    #[inline]
+    pub fn ip_checksum_verdict(&self) -> Option<bool> {
+        let w = self.0 .0;
+        if w & Self::IP_CKSUM_GOOD != 0 {
+            Some(true)
+        } else if w & Self::IP_CKSUM_BAD != 0 {
+            Some(false)
+        } else {
+            None
+        }
     }
 
     /// Length of the first segment (the whole frame unless

@@ -212,8 +212,8 @@ const _: () = assert!(crate::dpdk::sys::RTE_MAX_LCORE as usize <= MAX_DESTINATIO
 
 impl PacketInputs {
     /// Scatter in place, the worker's pass: the next run of waiting
-    /// packets (one input, up to `max`) goes through `each`, in order;
-    /// each packet it keeps (`Some(destination)`, an index into `outs`)
+    /// packets (one input, up to `max`) goes through `work` ([`RunWork`]:
+    /// the run begun, then each packet), in order; each packet it keeps (`Some(destination)`, an index into `outs`)
     /// moves straight into its destination's lent slots
     /// ([`PacketSender::scatter`]), or, where that has no room, into
     /// `held[destination]` (in order: the caller hands those on before it
@@ -226,7 +226,7 @@ impl PacketInputs {
         store: &mut RunStore,
         held: &mut [Burst<Packet>],
         max: usize,
-        mut each: impl FnMut(&mut Packet) -> Option<usize>,
+        work: &mut impl super::RunWork,
     ) -> Scattered {
         let mut out = Scattered::default();
         let PacketInputs(inputs, scratch) = self;
@@ -242,6 +242,7 @@ impl PacketInputs {
                     // frame; the slot keeps it.
                     unsafe { Packet::from_raw(raw) }.prefetch_data();
                 }
+                work.begin(super::as_packets(src));
                 // Pass one: each packet's work and destination; the kept
                 // ones are gathered (the input's slots are only read, see
                 // `Scratch`).
@@ -251,7 +252,7 @@ impl PacketInputs {
                     // (gathered, then moved into a run or `held`, or
                     // freed) and the input forgets it.
                     let mut p = unsafe { Packet::from_raw(raw) };
-                    match each(&mut p) {
+                    match work.each(&mut p) {
                         Some(d) if d < n_outs => {
                             store.want(d);
                             gathered[j] = p.into_raw();
