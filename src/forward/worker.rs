@@ -1,5 +1,7 @@
-//! The worker stage: classifies each frame, rewrites its MACs, drops
-//! runts, and hands the rest to the TX lcore of its output port, in place
+//! The worker stage: in L2 mode classifies each frame, rewrites its MACs
+//! for the paired port and drops runts; in L3 mode (`--routes`) routes
+//! each frame by destination (`route.rs`); either way it hands the rest
+//! to the TX lcore of its output port, in place
 //! (`--handoff zero-copy`: slot to slot where there is one TX lcore,
 //! scattered into the TX lcores' lent slots where there are several), or
 //! back to the RX lcore that sent it, in its transfer unit (`--handoff
@@ -45,8 +47,8 @@ pub struct WorkerRules {
     pub routes: Option<Arc<SocketRoutes>>,
 }
 
-/// Parses and classifies each frame, rewrites its MACs (l2fwd convention),
-/// drops runts, and hands the rest to the TX lcore of its output port.
+/// Does its [`Work`] (L2 or L3) on each frame and hands the frames it
+/// keeps to the TX lcore of their output port.
 pub struct WorkerStage {
     inputs: PacketInputs,
     senders: Vec<PacketSender>,

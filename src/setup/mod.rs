@@ -76,8 +76,8 @@ pub struct Resources {
     pub rx_desc: u16,
     /// The mbuf field RX stamps latency samples in (`--latency`).
     pub stamp: Option<U64Field>,
-    /// L3 mode: the route tables of every worker's socket (freed with the
-    /// last holder: this, the live settings and the workers).
+    /// L3 mode: the route tables of every worker's socket, until the run
+    /// hands them to the live settings (whose reloads replace them).
     pub routes: Option<Arc<routes::Routes>>,
 }
 

@@ -135,6 +135,7 @@ pub const IPV6_HOP_LIMIT_OFFSET: usize = 7;
 /// f[16..18].copy_from_slice(&46u16.to_be_bytes());
 /// f[22] = 64; // TTL
 /// f[23] = 17;
+/// f[26..30].copy_from_slice(&[10, 0, 0, 1]);
 /// f[30..34].copy_from_slice(&[198, 18, 0, 1]);
 /// let c = tqfwd::wire::checksum::internet_checksum(&f[14..34]);
 /// f[24..26].copy_from_slice(&c.to_be_bytes());
