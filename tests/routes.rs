@@ -442,6 +442,15 @@ fn start_routed(dir: &std::path::Path, frames: &[Vec<u8>], app: &[&str]) -> Proc
     p
 }
 
+/// Waits for `n` stats lines (`--stats-interval 0.5`): the run is
+/// forwarding.
+fn stats_lines(p: &mut Proc, n: usize) {
+    p.wait_until("stats lines", Duration::from_secs(10), |t| {
+        t.matches(" Mpps  tx ").count() >= n
+    })
+    .unwrap();
+}
+
 /// Per output port, the global input index (`seq * flows + flow`) of
 /// each frame of `flow` that left by it.
 fn indices_by_port(dir: &std::path::Path, flows: usize) -> [Vec<Vec<usize>>; 2] {
@@ -470,7 +479,8 @@ fn sighup_moves_a_prefix_under_traffic() {
     let frames = reload_frames(60_000);
     let f = file.display().to_string();
     let mut p = start_routed(&dir, &frames, &["--routes", &f]);
-    std::thread::sleep(Duration::from_millis(1200));
+    // Two stats lines (0.5 s apart): about 1 s of frames by the old table.
+    stats_lines(&mut p, 2);
     std::fs::write(
         &file,
         "R10.0.0.0/8 0\nR10.1.0.0/16 1\nroute 10.2.0.0/16 via b\nnexthop b port 1 mac 02:bb:00:00:00:02\n",
@@ -557,7 +567,7 @@ fn sighup_refuses_a_bad_route_file_and_a_mode_change() {
     let frames = reload_frames(40_000);
     let c = conf.display().to_string();
     let mut p = start_routed(&dir, &frames, &["--config", &c]);
-    std::thread::sleep(Duration::from_millis(500));
+    stats_lines(&mut p, 1);
     std::fs::write(&file, "R10.0.0.0/8 1\nR10.1.0.0/15 0\n").unwrap();
     std::fs::write(&conf, conf_text("02:bb:00:00:00:02", true)).unwrap();
     p.signal("HUP");
